@@ -1,0 +1,57 @@
+/** The one table from error code to HTTP status. HTTP code never invents status numbers. */
+export const errorStatus = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation: 422,
+  internal: 500,
+  unavailable: 503,
+} as const
+
+export type OutflowErrorCode = keyof typeof errorStatus
+
+/** Field path -> what is wrong with it, e.g. `{ "config.url": "required" }`. */
+export type ErrorData = Record<string, string>
+
+export interface OutflowErrorOptions {
+  data?: ErrorData
+  headers?: Record<string, string>
+  cause?: unknown
+}
+
+/**
+ * The single error type of Outflow. Its `code` decides the HTTP status through `errorStatus`.
+ *
+ * @example
+ * throw new OutflowError('validation', 'validation error', { data: { 'config.url': 'required' } })
+ */
+export class OutflowError extends Error {
+  readonly code: OutflowErrorCode
+  readonly status: number
+  readonly data?: ErrorData
+  readonly headers?: Record<string, string>
+
+  constructor(code: OutflowErrorCode, message: string, options: OutflowErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'OutflowError'
+    this.code = code
+    this.status = errorStatus[code]
+    this.data = options.data
+    this.headers = options.headers
+  }
+
+  /** The JSON error body: `{ status, message, data? }`. */
+  toJSON(): { status: number; message: string; data?: ErrorData } {
+    return this.data ? { status: this.status, message: this.message, data: this.data } : { status: this.status, message: this.message }
+  }
+}
+
+/** Shorthand for a 404 naming what was not found. */
+export function notFound(what: string, id: string): OutflowError {
+  return new OutflowError('not_found', `${what} not found: ${id}`)
+}

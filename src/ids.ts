@@ -1,0 +1,29 @@
+import { randomBytes } from 'node:crypto'
+
+const alphabet = '0123456789abcdefghjkmnpqrstvwxyz' // Crockford base32, lower case
+
+let lastMs = 0
+let counter = 0
+
+/**
+ * A time-ordered, prefixed id: `des_` + 10 chars of time + 2 chars of counter + 12 random chars.
+ * Ids made later in this process sort after earlier ones, so they can break keyset ties.
+ *
+ * @example
+ * newId('evt') // 'evt_01jd3m9y7q00k3v9x2m4p6a8'
+ */
+export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk'): string {
+  const now = Date.now()
+  if (now === lastMs) counter++
+  else {
+    lastMs = now
+    counter = 0
+  }
+  let time = ''
+  for (let i = 9, t = now; i >= 0; i--, t = Math.floor(t / 32)) time = alphabet[t % 32] + time
+  const seq = alphabet[(counter >> 5) & 31]! + alphabet[counter & 31]!
+  const bytes = randomBytes(12)
+  let rand = ''
+  for (const b of bytes) rand += alphabet[b & 31]
+  return `${prefix}_${time}${seq}${rand}`
+}

@@ -1,0 +1,88 @@
+import * as v from 'valibot'
+import { OutflowError, type ErrorData } from '../errors.js'
+
+/** Client-supplied ids: 1–128 characters of `[A-Za-z0-9_.:-]`. */
+export const IdSchema = v.pipe(
+  v.string('must be a string'),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(128, 'must be at most 128 characters'),
+  v.regex(/^[A-Za-z0-9_.:-]+$/, 'may only contain letters, digits, "_", ".", ":" and "-"'),
+)
+
+/** A JSON object (not an array, not null). */
+export const JsonObjectSchema = v.record(v.string(), v.unknown('must be a JSON object'), 'must be a JSON object')
+export type JsonObject = Record<string, unknown>
+
+/** A flat map of string values, e.g. metadata sent as headers. */
+export const StringMapSchema = v.record(v.string(), v.string('values must be strings'), 'must be an object of strings')
+
+/** An RFC 3339 date-time, accepted as a string (or a Date from typed callers). */
+export const DateTimeSchema = v.union(
+  [
+    v.pipe(
+      v.string(),
+      v.check((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)), 'must be an RFC 3339 date-time'),
+      v.transform((s) => new Date(s)),
+    ),
+    v.pipe(v.date(), v.check((d) => !Number.isNaN(d.getTime()), 'must be a valid date')),
+  ],
+  'must be an RFC 3339 date-time',
+)
+
+export const DirSchema = v.picklist(['asc', 'desc'], 'must be "asc" or "desc"')
+
+/** A query integer: a number or a decimal string, within bounds. */
+export function queryInt(min: number, max: number) {
+  return v.pipe(
+    v.union([v.number(), v.pipe(v.string(), v.regex(/^-?\d+$/), v.transform(Number))], `must be an integer between ${min} and ${max}`),
+    v.integer(`must be an integer between ${min} and ${max}`),
+    v.minValue(min, `must be an integer between ${min} and ${max}`),
+    v.maxValue(max, `must be an integer between ${min} and ${max}`),
+  )
+}
+
+/** A query value that may repeat: `?topic=a&topic=b` or a single string. Always returned as an array. */
+export const RepeatedStringSchema = v.pipe(
+  v.union([v.string(), v.array(v.string())], 'must be a string or a list of strings'),
+  v.transform((x) => (Array.isArray(x) ? x : [x])),
+)
+
+/** Dotted path of a valibot issue, e.g. `config.url` or `topics.1`. */
+function issuePath(issue: v.BaseIssue<unknown>, prefix: string): string {
+  const keys = (issue.path ?? []).map((p) => String(p.key))
+  return [prefix, ...keys].filter(Boolean).join('.') || '(body)'
+}
+
+/** Turn valibot issues into the `data` map of an error body (first message per field). */
+export function issuesToData(issues: readonly v.BaseIssue<unknown>[], prefix = ''): ErrorData {
+  const data: ErrorData = {}
+  for (const issue of issues) {
+    let path = issuePath(issue, prefix)
+    let message = issue.message
+    // strictObject reports an unexpected key at the parent path; name the key itself.
+    if (issue.type === 'strict_object' && issue.input !== undefined) {
+      path = [path === '(body)' ? '' : path, String((issue.path ?? []).at(-1)?.key ?? '')].filter(Boolean).join('.')
+      message = 'unexpected field'
+    }
+    if (issue.kind === 'schema' && issue.input === undefined && issue.expected !== 'never') message = 'required'
+    data[path] ??= message
+  }
+  return data
+}
+
+/**
+ * Parse `input` with `schema` or throw an OutflowError (`validation` for bodies, `bad_request` for queries).
+ *
+ * @example
+ * const body = parseInput(CreateTenantSchema, input)
+ */
+export function parseInput<S extends v.GenericSchema>(
+  schema: S,
+  input: unknown,
+  { code = 'validation', prefix = '' }: { code?: 'validation' | 'bad_request'; prefix?: string } = {},
+): v.InferOutput<S> {
+  const result = v.safeParse(schema, input)
+  if (result.success) return result.output
+  const data = issuesToData(result.issues, prefix)
+  throw new OutflowError(code, code === 'validation' ? 'validation error' : 'invalid query parameter', { data })
+}

@@ -1,0 +1,99 @@
+import * as v from 'valibot'
+import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, RepeatedStringSchema, StringMapSchema, queryInt } from './common.js'
+import { TopicSchema } from './destination.js'
+
+export const EventStatusSchema = v.picklist(['success', 'failed'], 'must be "success" or "failed"')
+
+/** The spec's Event: one (event, destination) pair with its delivery outcome. */
+export const EventSchema = v.object({
+  id: v.string(),
+  destination_id: v.string(),
+  topic: v.string(),
+  time: v.string(),
+  successful_at: v.nullable(v.string()),
+  metadata: StringMapSchema,
+  status: EventStatusSchema,
+  data: v.unknown(),
+})
+export type Event = v.InferOutput<typeof EventSchema>
+
+/** One delivery attempt. `destination_id` is an extra field beside the spec's. */
+export const DeliveryAttemptSchema = v.object({
+  id: v.string(),
+  event_id: v.string(),
+  destination_id: v.string(),
+  delivered_at: v.string(),
+  status: EventStatusSchema,
+  response_status_code: v.nullable(v.number()),
+  response_body: v.nullable(v.string()),
+  response_headers: v.nullable(StringMapSchema),
+  error: v.optional(v.nullable(v.string())),
+  error_kind: v.optional(v.nullable(v.string())),
+  duration_ms: v.optional(v.nullable(v.number())),
+  attempt_number: v.optional(v.number()),
+  manual: v.optional(v.boolean()),
+})
+export type DeliveryAttempt = v.InferOutput<typeof DeliveryAttemptSchema>
+
+/** Body of `POST /publish` and argument of `outflow.publish()`. */
+export const PublishSchema = v.strictObject(
+  {
+    id: v.optional(IdSchema),
+    tenant_id: IdSchema,
+    topic: TopicSchema,
+    data: JsonObjectSchema,
+    metadata: v.optional(StringMapSchema),
+    time: v.optional(DateTimeSchema),
+    destination_id: v.optional(IdSchema),
+    eligible_for_retry: v.optional(v.boolean('must be a boolean')),
+  },
+  'unexpected field',
+)
+export type PublishInput = v.InferInput<typeof PublishSchema>
+
+export const PublishResultSchema = v.object({
+  id: v.string(),
+  duplicate: v.boolean(),
+  destination_ids: v.array(v.string()),
+})
+export type PublishResult = v.InferOutput<typeof PublishResultSchema>
+
+const eventListFields = {
+  'time[gte]': v.optional(DateTimeSchema),
+  'time[lte]': v.optional(DateTimeSchema),
+  limit: v.optional(queryInt(1, 1000), 100),
+  next: v.optional(v.string()),
+  prev: v.optional(v.string()),
+  order_by: v.optional(v.picklist(['time'], 'must be "time"'), 'time'),
+  dir: v.optional(DirSchema, 'desc'),
+}
+
+/** `GET /events` (admin). */
+export const ListAdminEventsQuerySchema = v.strictObject(
+  {
+    ...eventListFields,
+    tenant_id: v.optional(RepeatedStringSchema),
+    destination_id: v.optional(RepeatedStringSchema),
+    topic: v.optional(RepeatedStringSchema),
+  },
+  'unknown query parameter',
+)
+export type ListAdminEventsQuery = v.InferInput<typeof ListAdminEventsQuerySchema>
+
+/** `GET /tenants/{t}/events`. */
+export const ListEventsQuerySchema = v.strictObject(
+  { ...eventListFields, destination_id: v.optional(RepeatedStringSchema), status: v.optional(EventStatusSchema) },
+  'unknown query parameter',
+)
+export type ListEventsQuery = v.InferInput<typeof ListEventsQuerySchema>
+
+/** `GET /tenants/{t}/destinations/{d}/events` (deprecated). */
+export const ListDestinationEventsQuerySchema = v.strictObject(
+  { ...eventListFields, status: v.optional(EventStatusSchema) },
+  'unknown query parameter',
+)
+export type ListDestinationEventsQuery = v.InferInput<typeof ListDestinationEventsQuerySchema>
+
+export const GetEventQuerySchema = v.strictObject({ destination_id: v.optional(IdSchema) }, 'unknown query parameter')
+
+export { JsonObjectSchema }

@@ -1,0 +1,106 @@
+import * as v from 'valibot'
+import { OutflowError } from '../errors.js'
+
+export type Dir = 'asc' | 'desc'
+
+/** `pagination` of every list page. */
+export const PaginationSchema = v.object({
+  order_by: v.string(),
+  dir: v.picklist(['asc', 'desc']),
+  limit: v.number(),
+  next: v.nullable(v.string()),
+  prev: v.nullable(v.string()),
+})
+export type Pagination = v.InferOutput<typeof PaginationSchema>
+
+export interface Page<T> {
+  models: T[]
+  pagination: Pagination
+}
+
+/** A keyset position: the sort key (ms since epoch) and the tie-breaking ids. */
+export type KeysetPosition = [sortKey: number, ...ids: string[]]
+
+/** What storage needs to read one page: direction of the sort, and where to start. */
+export interface KeysetRequest {
+  dir: Dir
+  limit: number
+  /** Rows strictly after (`next`) or before (`prev`) this position in `dir` order. */
+  after?: KeysetPosition
+  before?: KeysetPosition
+}
+
+interface CursorBody {
+  /** listing the cursor belongs to (`tenants`, `events`) */
+  l: string
+  /** dir it was made for */
+  d: Dir
+  /** position */
+  p: KeysetPosition
+}
+
+/** Opaque base64url cursor for a position in one listing. */
+export function encodeCursor(listing: string, dir: Dir, position: KeysetPosition): string {
+  const body: CursorBody = { l: listing, d: dir, p: position }
+  return Buffer.from(JSON.stringify(body)).toString('base64url')
+}
+
+function decodeCursor(param: 'next' | 'prev', cursor: string, listing: string, dir: Dir): KeysetPosition {
+  const invalid = (why: string) =>
+    new OutflowError('bad_request', 'invalid query parameter', { data: { [param]: why } })
+  let body: CursorBody
+  try {
+    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as CursorBody
+  } catch {
+    throw invalid('malformed cursor')
+  }
+  const p = body?.p
+  if (!body || typeof body !== 'object' || !Array.isArray(p) || p.length < 2 || typeof p[0] !== 'number' || !Number.isFinite(p[0]) || p.slice(1).some((x) => typeof x !== 'string'))
+    throw invalid('malformed cursor')
+  if (body.l !== listing) throw invalid('cursor belongs to another listing')
+  if (body.d !== dir) throw invalid(`cursor was made for dir=${body.d}`)
+  return p
+}
+
+/** Turn `next`/`prev` query values into a keyset request; both at once is a 400. */
+export function keysetRequest(
+  listing: string,
+  q: { dir: Dir; limit: number; next?: string; prev?: string },
+): KeysetRequest {
+  if (q.next !== undefined && q.prev !== undefined)
+    throw new OutflowError('bad_request', 'invalid query parameter', { data: { next: 'next and prev cannot be combined' } })
+  const req: KeysetRequest = { dir: q.dir, limit: q.limit }
+  if (q.next !== undefined) req.after = decodeCursor('next', q.next, listing, q.dir)
+  if (q.prev !== undefined) req.before = decodeCursor('prev', q.prev, listing, q.dir)
+  return req
+}
+
+/**
+ * Build the page from the rows storage returned for a keyset request.
+ * Storage returns up to `limit + 1` rows in display order; the extra row tells whether more exist.
+ */
+export function buildPage<R, T>(
+  listing: string,
+  orderBy: string,
+  req: KeysetRequest,
+  rows: R[],
+  positionOf: (row: R) => KeysetPosition,
+  toModel: (row: R) => T,
+): Page<T> {
+  const more = rows.length > req.limit
+  let page = rows
+  if (more) page = req.before ? rows.slice(rows.length - req.limit) : rows.slice(0, req.limit)
+  const first = page[0]
+  const last = page.at(-1)
+  let next: string | null = null
+  let prev: string | null = null
+  if (req.before) {
+    // Walking backwards: there is always something after (where we came from); before only if more.
+    if (last) next = encodeCursor(listing, req.dir, positionOf(last))
+    if (more && first) prev = encodeCursor(listing, req.dir, positionOf(first))
+  } else {
+    if (more && last) next = encodeCursor(listing, req.dir, positionOf(last))
+    if (req.after && first) prev = encodeCursor(listing, req.dir, positionOf(first))
+  }
+  return { models: page.map(toModel), pagination: { order_by: orderBy, dir: req.dir, limit: req.limit, next, prev } }
+}

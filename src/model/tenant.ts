@@ -1,0 +1,37 @@
+import * as v from 'valibot'
+import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, queryInt } from './common.js'
+
+/** Tenant as returned by the API. */
+export const TenantSchema = v.object({
+  id: v.string(),
+  destinations_count: v.number(),
+  topics: v.array(v.string()),
+  metadata: JsonObjectSchema,
+  created_at: v.string(),
+  updated_at: v.string(),
+})
+export type Tenant = v.InferOutput<typeof TenantSchema>
+
+/** Body of `PUT /tenants/{tenant_id}`: optional metadata; when omitted on update the stored metadata stays. */
+export const UpsertTenantSchema = v.optional(
+  v.strictObject({ metadata: v.optional(v.nullable(JsonObjectSchema)) }, 'must be a JSON object'),
+  {},
+)
+export type UpsertTenantInput = v.InferInput<typeof UpsertTenantSchema>
+
+export const TenantIdSchema = IdSchema
+
+/** Query of `GET /tenants`, keyed by the spec's wire names. */
+export const ListTenantsQuerySchema = v.strictObject(
+  {
+    limit: v.optional(queryInt(1, 100), 20),
+    order_by: v.optional(v.picklist(['created_at'], 'must be "created_at"'), 'created_at'),
+    dir: v.optional(DirSchema, 'desc'),
+    'created_at[gte]': v.optional(DateTimeSchema),
+    'created_at[lte]': v.optional(DateTimeSchema),
+    next: v.optional(v.string()),
+    prev: v.optional(v.string()),
+  },
+  'unknown query parameter',
+)
+export type ListTenantsQuery = v.InferInput<typeof ListTenantsQuerySchema>

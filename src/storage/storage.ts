@@ -1,0 +1,204 @@
+import type { DestinationTypeName, ErrorKind } from '../destinations/types.js'
+import type { JsonObject } from '../model/common.js'
+import type { KeysetRequest } from '../model/pagination.js'
+
+/**
+ * The storage port: one domain-named method per job, each with one transaction boundary.
+ * Both drivers (SQLite, Postgres) implement it and pass the same suite (test/storage.test.ts).
+ * All times are `Date`s with millisecond precision.
+ */
+export interface Storage {
+  readonly dialect: 'sqlite' | 'postgres'
+  /** Apply pending migrations (safe when two processes start at once on Postgres). */
+  migrate(): Promise<void>
+  close(): Promise<void>
+
+  // --- tenants -------------------------------------------------------------------------------
+  /** Create the tenant, or update it (metadata `undefined` keeps the stored metadata). */
+  upsertTenant(id: string, metadata: JsonObject | undefined, now: Date): Promise<{ tenant: TenantRecord; created: boolean }>
+  getTenant(id: string): Promise<TenantRecord | null>
+  /** Up to `limit + 1` rows in display order (see `buildPage`), plus the count of all rows the filter matches. */
+  listTenants(query: TenantListRequest): Promise<{ rows: TenantRecord[]; count: number }>
+  /** Delete the tenant, its destinations and their pending deliveries. The attempt log stays. */
+  deleteTenant(id: string): Promise<boolean>
+  /** destinations_count and the sorted union of topics, per tenant. Missing tenants map to zero/empty. */
+  summarizeTenants(ids: string[]): Promise<Map<string, TenantSummary>>
+
+  // --- destinations --------------------------------------------------------------------------
+  /** A tenant's destinations, oldest first, optionally only of some types. */
+  listDestinations(tenantId: string, filter?: { types?: DestinationTypeName[]; enabledOnly?: boolean }): Promise<DestinationRecord[]>
+  getDestination(tenantId: string, id: string): Promise<DestinationRecord | null>
+  /** Insert; false when the tenant already has a destination with that id. */
+  insertDestination(record: DestinationRecord): Promise<boolean>
+  /** Replace every mutable field (topics, filter, config, credentials, metadata, delivery_metadata, disabled_at, updated_at). */
+  updateDestination(record: DestinationRecord): Promise<boolean>
+  /** Delete it and cancel its pending deliveries. */
+  deleteDestination(tenantId: string, id: string): Promise<boolean>
+  /** Set `disabled_at` (kept when already set) or clear it (`null`); resets consecutive failures on enable. */
+  setDestinationDisabled(tenantId: string, id: string, at: Date | null, now: Date): Promise<DestinationRecord | null>
+
+  // --- events and the delivery queue (delivery issue) ------------------------------------------
+  /**
+   * Insert each event with its deliveries in one transaction. Idempotent on (tenant_id, event id):
+   * an existing event inserts nothing and answers `duplicate: true` with its existing destination ids.
+   */
+  insertEvents(items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
+  /** Lease up to `limit` due deliveries (pending, next_attempt_at <= now, lease free or expired). */
+  claimDueDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>
+  /** Write attempt results and the new delivery states in one transaction; returns failure streaks per destination. */
+  recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]>
+  /** Give back every lease held by `owner` so another worker can take the rows at once. */
+  releaseLeases(owner: string, ids?: string[]): Promise<number>
+  /** Make a delivery due now for one manual attempt; false when there is no such delivery. */
+  requeueDelivery(tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean>
+  /** Event rows (one per attempted (event, destination) pair), `limit + 1` in display order. */
+  listEvents(query: EventListRequest): Promise<EventRow[]>
+  /** One pair: for `destinationId` when given, else the most recently attempted one. */
+  getEvent(tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null>
+  /** Every attempt of an event (all destinations), newest first. */
+  listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
+}
+
+export interface TenantRecord {
+  id: string
+  metadata: JsonObject
+  created_at: Date
+  updated_at: Date
+}
+
+export interface TenantSummary {
+  destinations_count: number
+  topics: string[]
+}
+
+export interface TenantListRequest extends KeysetRequest {
+  createdGte?: Date
+  createdLte?: Date
+}
+
+export interface DestinationRecord {
+  tenant_id: string
+  id: string
+  type: DestinationTypeName
+  topics: string[]
+  filter: JsonObject | null
+  config: JsonObject
+  /** Sealed credentials: JSON text, or AES-256-GCM ciphertext when the engine has an encryption key. */
+  credentials: string
+  delivery_metadata: Record<string, string> | null
+  metadata: JsonObject | null
+  disabled_at: Date | null
+  created_at: Date
+  updated_at: Date
+  /** Consecutive failed attempts (reset by a success or enable). */
+  consecutive_failures: number
+}
+
+export interface EventRecord {
+  tenant_id: string
+  id: string
+  topic: string
+  time: Date
+  data: unknown
+  metadata: Record<string, string>
+  eligible_for_retry: boolean
+  created_at: Date
+}
+
+export interface NewDelivery {
+  id: string
+  destination_id: string
+  next_attempt_at: Date
+  /** Set at insert for the in-process fast path: the local worker already owns the row. */
+  lease_owner?: string
+  lease_until?: Date
+}
+
+export interface NewEventWithDeliveries {
+  event: EventRecord
+  deliveries: NewDelivery[]
+}
+
+export interface InsertEventResult {
+  duplicate: boolean
+  destination_ids: string[]
+}
+
+export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled'
+
+export interface ClaimRequest {
+  owner: string
+  now: Date
+  leaseUntil: Date
+  limit: number
+}
+
+/** A leased delivery with the event it carries. */
+export interface ClaimedDelivery {
+  id: string
+  tenant_id: string
+  event_id: string
+  destination_id: string
+  attempt_count: number
+  /** The next attempt was asked for by hand (retry route); it happens whatever the schedule. */
+  manual: boolean
+  event: EventRecord
+}
+
+export interface AttemptRecord {
+  id: string
+  tenant_id: string
+  event_id: string
+  destination_id: string
+  delivery_id: string
+  attempt_number: number
+  manual: boolean
+  status: 'success' | 'failed'
+  response_status_code: number | null
+  response_body: string | null
+  response_headers: Record<string, string> | null
+  error: string | null
+  error_kind: ErrorKind | null
+  duration_ms: number | null
+  delivered_at: Date
+}
+
+export interface AttemptWrite {
+  attempt: AttemptRecord
+  /** The delivery after this attempt. */
+  delivery: {
+    id: string
+    status: DeliveryStatus
+    next_attempt_at: Date | null
+    successful_at: Date | null
+  }
+}
+
+export interface DestinationStreak {
+  tenant_id: string
+  destination_id: string
+  consecutive_failures: number
+}
+
+export interface EventListRequest extends KeysetRequest {
+  tenantIds?: string[]
+  destinationIds?: string[]
+  topics?: string[]
+  status?: 'success' | 'failed'
+  timeGte?: Date
+  timeLte?: Date
+}
+
+/** One (event, destination) pair as the event listings show it. Position: [time, event_id, destination_id]. */
+export interface EventRow {
+  tenant_id: string
+  event_id: string
+  destination_id: string
+  topic: string
+  time: Date
+  data: unknown
+  metadata: Record<string, string>
+  status: DeliveryStatus
+  successful_at: Date | null
+  last_attempt_at: Date | null
+}

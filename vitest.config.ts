@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Suites share one Postgres and one RabbitMQ; files run in parallel but each uses its own schema/vhost objects.
+    pool: 'forks',
+    fileParallelism: true,
+    maxWorkers: 2,
+  },
+})
