@@ -34,7 +34,7 @@ export interface Storage {
   updateDestination(record: DestinationRecord): Promise<boolean>
   /** Delete it and cancel its pending deliveries. */
   deleteDestination(tenantId: string, id: string): Promise<boolean>
-  /** Set `disabled_at` (kept when already set) or clear it (`null`); resets consecutive failures on enable. */
+  /** Set `disabled_at` (kept when already set) or clear it (`null`); enabling resets the failure streak and makes parked deliveries due. */
   setDestinationDisabled(tenantId: string, id: string, at: Date | null, now: Date): Promise<DestinationRecord | null>
 
   // --- events and the delivery queue (delivery issue) ------------------------------------------
@@ -49,6 +49,11 @@ export interface Storage {
   recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]>
   /** Give back every lease held by `owner` so another worker can take the rows at once. */
   releaseLeases(owner: string, ids?: string[]): Promise<number>
+  /**
+   * Take deliveries off the queue without an attempt: `cancel` for a destination that is gone; otherwise
+   * parked (pending, not due) until the destination is enabled again.
+   */
+  holdDeliveries(ids: string[], cancel: boolean): Promise<void>
   /** Make a delivery due now for one manual attempt; false when there is no such delivery. */
   requeueDelivery(tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean>
   /** Event rows (one per attempted (event, destination) pair), `limit + 1` in display order. */

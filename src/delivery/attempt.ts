@@ -1,0 +1,67 @@
+import type { AttemptResult, DeliveryMessage } from '../destinations/types.js'
+import { newId } from '../ids.js'
+import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
+import { nextAttemptDelay, type RetryOptions } from './retry-schedule.js'
+
+/** Metadata of every delivery: event-id, topic, timestamp, then the destination's, then the event's (later wins). */
+export function deliveryMetadata(d: ClaimedDelivery, destination: DestinationRecord): Record<string, string> {
+  return {
+    'event-id': d.event_id,
+    topic: d.event.topic,
+    timestamp: String(Math.floor(d.event.time.getTime() / 1000)),
+    ...destination.delivery_metadata,
+    ...d.event.metadata,
+  }
+}
+
+/** What a publisher is asked to send for a claimed delivery. */
+export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord): DeliveryMessage {
+  return {
+    id: d.event_id,
+    tenant_id: d.tenant_id,
+    destination_id: d.destination_id,
+    topic: d.event.topic,
+    time: d.event.time,
+    data: d.event.data,
+    metadata: deliveryMetadata(d, destination),
+    attempt: d.attempt_count + 1,
+  }
+}
+
+/**
+ * The attempt row and the delivery's next state. A failure is retried per the schedule (never sooner
+ * than a Retry-After), unless the event is not eligible for retry or the receiver is gone (410).
+ */
+export function attemptWrite(d: ClaimedDelivery, result: AttemptResult, at: Date, durationMs: number, retry: RetryOptions): AttemptWrite {
+  const attemptNumber = d.attempt_count + 1
+  let nextAttemptAt: Date | null = null
+  if (!result.ok && d.event.eligible_for_retry && !result.disable) {
+    const delay = nextAttemptDelay(retry, attemptNumber)
+    if (delay !== null) nextAttemptAt = new Date(at.getTime() + Math.max(delay, result.retry_after_ms ?? 0))
+  }
+  return {
+    attempt: {
+      id: newId('att'),
+      tenant_id: d.tenant_id,
+      event_id: d.event_id,
+      destination_id: d.destination_id,
+      delivery_id: d.id,
+      attempt_number: attemptNumber,
+      manual: d.manual,
+      status: result.ok ? 'success' : 'failed',
+      response_status_code: result.response_status_code ?? null,
+      response_body: result.response_body ?? null,
+      response_headers: result.response_headers ?? null,
+      error: result.ok ? null : (result.error ?? null),
+      error_kind: result.ok ? null : (result.error_kind ?? 'unknown'),
+      duration_ms: Math.round(durationMs),
+      delivered_at: at,
+    },
+    delivery: {
+      id: d.id,
+      status: result.ok ? 'success' : nextAttemptAt ? 'pending' : 'failed',
+      next_attempt_at: nextAttemptAt,
+      successful_at: result.ok ? at : null,
+    },
+  }
+}

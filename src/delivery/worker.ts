@@ -1,0 +1,254 @@
+import PQueue from 'p-queue'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { destinationType } from '../destinations/registry.js'
+import type { AttemptResult, Publisher } from '../destinations/types.js'
+import type { Outflow } from '../engine.js'
+import type { EngineContext } from '../engine/context.js'
+import { unsealCredentials } from '../engine/credentials.js'
+import { toDeliveryAttempt } from '../engine/events.js'
+import { newId } from '../ids.js'
+import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
+import { handleStreaks } from './alerts.js'
+import { attemptWrite, deliveryMessage } from './attempt.js'
+import { attemptResultFromError } from './http-client.js'
+
+const userAgent = 'outflow/0.1.0'
+/** How long a destination read is reused before it is read again (changes on this instance evict at once). */
+const destinationCacheMs = 1_000
+/** Attempt results are written in batches of at most this many. */
+const writeBatch = 200
+
+const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
+
+/**
+ * The delivery worker: runs attempts with a global and a per-destination concurrency limit, takes
+ * deliveries from the local publish fast path and from a claim loop (due retries, other instances'
+ * publishes, expired leases), and writes attempt results back in batches.
+ */
+export class DeliveryWorker {
+  readonly id = newId('wrk')
+  readonly #ctx: EngineContext
+  readonly #emitter: Outflow
+  readonly #global: PQueue
+  readonly #perDestination = new Map<string, PQueue>()
+  /** Deliveries this worker holds (queued or in flight), so the claim loop never takes them twice. */
+  readonly #held = new Set<string>()
+  readonly #maxHeld: number
+  readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
+  readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
+  #writes: AttemptWrite[] = []
+  #flushing: Promise<void> = Promise.resolve()
+  #flushScheduled = false
+  #running = false
+  #stopping = false
+  #loop?: Promise<void>
+  #wake?: () => void
+  #retryTimer?: NodeJS.Timeout
+  #retryAt = Infinity
+
+  constructor(ctx: EngineContext, emitter: Outflow) {
+    this.#ctx = ctx
+    this.#emitter = emitter
+    const { concurrency, batchSize } = ctx.options.delivery
+    this.#global = new PQueue({ concurrency })
+    this.#maxHeld = Math.max(concurrency * 4, batchSize * 2)
+  }
+
+  start(): void {
+    if (this.#running) return
+    this.#running = true
+    this.#loop = this.#claimLoop()
+  }
+
+  /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
+  fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
+    if (!this.#running || this.#stopping || this.#held.size + count > this.#maxHeld) return undefined
+    return { lease_owner: this.id, lease_until: new Date(now.getTime() + this.#ctx.options.delivery.leaseMs) }
+  }
+
+  /** Take leased deliveries into the local queues. */
+  enqueue(deliveries: ClaimedDelivery[]): void {
+    for (const d of deliveries) {
+      if (this.#held.has(d.id)) continue
+      this.#held.add(d.id)
+      const k = key(d.tenant_id, d.destination_id)
+      const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
+      // A slow destination holds at most perDestinationConcurrency of the global slots.
+      void queue.add(() => this.#global.add(() => this.#attempt(d)))
+    }
+  }
+
+  #destinationQueue(k: string): PQueue {
+    const queue = new PQueue({ concurrency: this.#ctx.options.delivery.perDestinationConcurrency })
+    this.#perDestination.set(k, queue)
+    queue.on('idle', () => {
+      if (this.#perDestination.get(k) === queue && queue.size === 0 && queue.pending === 0) this.#perDestination.delete(k)
+    })
+    return queue
+  }
+
+  /** Claim now rather than at the next poll (after a manual retry, or a NOTIFY from another instance). */
+  wake(): void {
+    this.#wake?.()
+  }
+
+  /** Forget a destination's cached record and publisher after it changed. */
+  destinationChanged(tenantId: string, destinationId: string): void {
+    const k = key(tenantId, destinationId)
+    this.#destinations.delete(k)
+    const cached = this.#publishers.get(k)
+    this.#publishers.delete(k)
+    if (cached) void cached.publisher.then((p) => p.close()).catch(() => undefined)
+  }
+
+  async #claimLoop(): Promise<void> {
+    const { batchSize, pollIntervalMs, leaseMs } = this.#ctx.options.delivery
+    while (!this.#stopping) {
+      let full = false
+      const room = Math.min(batchSize, this.#maxHeld - this.#held.size)
+      if (room > 0) {
+        try {
+          const now = this.#ctx.now()
+          const claimed = await this.#ctx.storage.claimDueDeliveries({ owner: this.id, now, leaseUntil: new Date(now.getTime() + leaseMs), limit: room })
+          this.enqueue(claimed)
+          full = claimed.length === room
+        } catch (err) {
+          if (this.#stopping) break
+          this.#ctx.options.logger.error('claiming deliveries failed', { error: (err as Error).message })
+        }
+      }
+      if (full) continue
+      const woken = new Promise<void>((resolve) => (this.#wake = resolve))
+      await Promise.race([sleep(pollIntervalMs, undefined, { ref: false }), woken])
+      this.#wake = undefined
+    }
+  }
+
+  async #destination(tenantId: string, destinationId: string): Promise<DestinationRecord | null> {
+    const k = key(tenantId, destinationId)
+    const cached = this.#destinations.get(k)
+    if (cached && Date.now() - cached.at < destinationCacheMs) return cached.record
+    const record = this.#ctx.storage.getDestination(tenantId, destinationId)
+    this.#destinations.set(k, { record, at: Date.now() })
+    record.catch(() => this.#destinations.delete(k))
+    return record
+  }
+
+  /** The cached publisher of a destination, replaced when the destination was updated. */
+  #publisher(destination: DestinationRecord): Promise<Publisher> {
+    const k = key(destination.tenant_id, destination.id)
+    const version = destination.updated_at.getTime()
+    const cached = this.#publishers.get(k)
+    if (cached && cached.version === version) return cached.publisher
+    if (cached) void cached.publisher.then((p) => p.close()).catch(() => undefined)
+    const { options, encryptionKey } = this.#ctx
+    const publisher = destinationType(destination.type).createPublisher(
+      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: unsealCredentials(destination.credentials, encryptionKey) },
+      { allowPrivateNetworks: options.allowPrivateNetworks, timeoutMs: options.delivery.timeoutMs, userAgent, relayUrl: options.relayUrl },
+    )
+    this.#publishers.set(k, { publisher, version })
+    publisher.catch(() => this.#publishers.get(k)?.publisher === publisher && this.#publishers.delete(k))
+    return publisher
+  }
+
+  async #attempt(d: ClaimedDelivery): Promise<void> {
+    try {
+      if (this.#stopping && !this.#draining) return // not started before close: its lease is released
+      const destination = await this.#destination(d.tenant_id, d.destination_id)
+      if (!destination || destination.disabled_at) {
+        // Gone: cancel. Disabled: park until enabled. Neither is an attempt.
+        await this.#ctx.storage.holdDeliveries([d.id], !destination)
+        return
+      }
+      const at = this.#ctx.now()
+      const started = performance.now()
+      let result: AttemptResult
+      try {
+        const publisher = await this.#publisher(destination)
+        result = await publisher.publish(deliveryMessage(d, destination))
+      } catch (err) {
+        result = attemptResultFromError(err)
+      }
+      const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
+      this.#record(write)
+      const outcome = { tenant_id: d.tenant_id, event_id: d.event_id, destination_id: d.destination_id, attempt: toDeliveryAttempt(write.attempt) }
+      this.#emitter.emit(result.ok ? 'delivery.succeeded' : 'delivery.failed', outcome)
+      if (result.disable) await this.#disableGone(d)
+    } catch (err) {
+      this.#ctx.options.logger.error('delivery attempt failed unexpectedly', { delivery_id: d.id, error: (err as Error).message })
+    } finally {
+      this.#held.delete(d.id)
+      if (this.#held.size < this.#maxHeld / 2) this.wake()
+    }
+  }
+
+  #draining = false
+
+  async #disableGone(d: ClaimedDelivery): Promise<void> {
+    const now = this.#ctx.now()
+    await this.#ctx.storage.setDestinationDisabled(d.tenant_id, d.destination_id, now, now)
+    this.destinationChanged(d.tenant_id, d.destination_id)
+    this.#ctx.options.logger.warn('destination disabled: the receiver answered 410 Gone', { tenant_id: d.tenant_id, destination_id: d.destination_id })
+    this.#emitter.emit('destination.disabled', { tenant_id: d.tenant_id, destination_id: d.destination_id, reason: 'gone' })
+  }
+
+  #record(write: AttemptWrite): void {
+    this.#writes.push(write)
+    if (this.#writes.length >= writeBatch) void this.#flush()
+    else if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(() => void this.#flush())
+    }
+  }
+
+  /** Write buffered attempt results in one transaction, then handle failure streaks and retry wake-ups. */
+  #flush(): Promise<void> {
+    this.#flushScheduled = false
+    const writes = this.#writes
+    if (writes.length === 0) return this.#flushing
+    this.#writes = []
+    this.#flushing = this.#flushing.then(async () => {
+      try {
+        const streaks = await this.#ctx.storage.recordAttempts(writes)
+        await handleStreaks(this.#ctx, this.#emitter, writes, streaks)
+        for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
+      } catch (err) {
+        // The leases expire and the deliveries are attempted again: at-least-once.
+        this.#ctx.options.logger.error('recording attempts failed', { count: writes.length, error: (err as Error).message })
+      }
+    })
+    return this.#flushing
+  }
+
+  /** Claim again when the earliest scheduled retry falls due, rather than waiting for the next poll. */
+  #wakeAt(ms: number): void {
+    if (ms >= this.#retryAt || this.#stopping) return
+    this.#retryAt = ms
+    clearTimeout(this.#retryTimer)
+    this.#retryTimer = setTimeout(() => {
+      this.#retryAt = Infinity
+      this.wake()
+    }, Math.max(0, ms - Date.now()))
+    this.#retryTimer.unref()
+  }
+
+  /** Stop claiming, let in-flight attempts finish within `drainTimeoutMs`, write results, release leases. */
+  async close(): Promise<void> {
+    if (this.#stopping) return
+    this.#stopping = true
+    this.#draining = true
+    clearTimeout(this.#retryTimer)
+    this.wake()
+    await this.#loop
+    // Attempts already running may finish; queued ones are not started.
+    this.#draining = false
+    for (const q of this.#perDestination.values()) q.clear()
+    this.#global.clear()
+    const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false)])
+    if (!drained) this.#ctx.options.logger.warn('close: attempts still in flight after drainTimeoutMs; their leases are released')
+    await this.#flush()
+    await this.#ctx.storage.releaseLeases(this.id).catch((err: Error) => this.#ctx.options.logger.error('releasing leases failed', { error: err.message }))
+    await Promise.all([...this.#publishers.values()].map((c) => c.publisher.then((p) => p.close()).catch(() => undefined)))
+    this.#publishers.clear()
+  }
+}

@@ -1,0 +1,233 @@
+import { randomBytes } from 'node:crypto'
+import { EventEmitter } from 'node:events'
+import { closeHttpClients } from './delivery/http-client.js'
+import { DeliveryWorker } from './delivery/worker.js'
+import type { DestinationTypeSchema } from './destinations/types.js'
+import type { EngineContext } from './engine/context.js'
+import { encryptionKeyBytes } from './engine/credentials.js'
+import * as destinations from './engine/destinations.js'
+import * as events from './engine/events.js'
+import { publishEvents } from './engine/publish.js'
+import * as tenants from './engine/tenants.js'
+import { OutflowError } from './errors.js'
+import { createHttpHandler } from './http/handler.js'
+import type { Destination, ListDestinationsQuery } from './model/destination.js'
+import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
+import type { Page } from './model/pagination.js'
+import type { ListTenantsQuery, Tenant } from './model/tenant.js'
+import { resolveOptions, type OutflowOptions, type ResolvedOptions } from './options.js'
+import type { Storage } from './storage/storage.js'
+
+/** Typed events the engine emits for its host. */
+export interface OutflowEvents {
+  'delivery.succeeded': [DeliveryOutcome]
+  'delivery.failed': [DeliveryOutcome]
+  'destination.disabled': [{ tenant_id: string; destination_id: string; reason: 'consecutive_failures' | 'gone' }]
+  alert: [AlertPayload]
+}
+
+export interface DeliveryOutcome {
+  tenant_id: string
+  event_id: string
+  destination_id: string
+  attempt: DeliveryAttempt
+}
+
+/** Sent to the host callback and the optional alert URL when failures pile up. */
+export interface AlertPayload {
+  topic: 'alert.consecutive_failure'
+  timestamp: string
+  data: {
+    tenant_id: string
+    destination_id: string
+    consecutive_failures: number
+    max_consecutive_failures: number
+    /** 50, 70, 90 or 100 (percent of the threshold). */
+    level: number
+    will_disable: boolean
+    destination: Destination | null
+  }
+}
+
+/**
+ * The Outflow engine: the typed API of every operation, the delivery worker, and `fetch` for HTTP.
+ * Create it with `createOutflow`.
+ */
+export class Outflow extends EventEmitter<OutflowEvents> {
+  readonly options: ResolvedOptions
+  readonly storage: Storage
+  readonly #ctx: EngineContext
+  readonly #worker: DeliveryWorker
+  #handler?: (request: Request) => Promise<Response>
+  #closed = false
+
+  constructor(storage: Storage, options: ResolvedOptions) {
+    super()
+    this.options = options
+    this.storage = storage
+    let jwtSecret = options.jwtSecret
+    if (!jwtSecret) {
+      jwtSecret = randomBytes(32).toString('base64url')
+      options.logger.warn('no jwtSecret configured: tenant tokens are signed with a random per-process secret and stop working on restart')
+    }
+    this.#ctx = {
+      storage,
+      options,
+      encryptionKey: options.encryptionKey ? encryptionKeyBytes(options.encryptionKey) : undefined,
+      jwtSecret,
+      now: () => new Date(),
+      destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
+    }
+    this.#worker = new DeliveryWorker(this.#ctx, this)
+  }
+
+  /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
+  start(): void {
+    if (this.options.delivery.worker) this.#worker.start()
+  }
+
+  /** Apply pending storage migrations (createOutflow does this unless `migrate` is false). */
+  migrate(): Promise<void> {
+    return this.storage.migrate()
+  }
+
+  /**
+   * Serve the `/api/v1` HTTP API from a Web-standard Request.
+   *
+   * @example
+   * Bun.serve({ fetch: (req) => outflow.fetch(req) })
+   */
+  fetch(request: Request): Promise<Response> {
+    const handler = (this.#handler ??= createHttpHandler(this))
+    return handler(request)
+  }
+
+  // --- tenants ---
+  listTenants(query?: ListTenantsQuery): Promise<Page<Tenant> & { count: number }> {
+    return tenants.listTenants(this.#ctx, query)
+  }
+  getTenant(tenantId: string): Promise<Tenant> {
+    return tenants.getTenant(this.#ctx, tenantId)
+  }
+  /** Create or update a tenant; `created` tells which. */
+  upsertTenant(tenantId: string, body?: unknown): Promise<{ tenant: Tenant; created: boolean }> {
+    return tenants.upsertTenant(this.#ctx, tenantId, body)
+  }
+  deleteTenant(tenantId: string): Promise<{ success: true }> {
+    return tenants.deleteTenant(this.#ctx, tenantId)
+  }
+  getPortalRedirect(tenantId: string, query?: { theme?: unknown }): Promise<{ redirect_url: string; tenant_id: string }> {
+    return tenants.getPortalRedirect(this.#ctx, tenantId, query)
+  }
+  getTenantToken(tenantId: string): Promise<{ token: string; tenant_id: string }> {
+    return tenants.getTenantToken(this.#ctx, tenantId)
+  }
+  /** The secret tenant tokens are signed with (for the HTTP layer's verification). */
+  get jwtSecret(): string {
+    return this.#ctx.jwtSecret
+  }
+
+  // --- destinations ---
+  listDestinations(tenantId: string, query?: ListDestinationsQuery): Promise<Destination[]> {
+    return destinations.listDestinations(this.#ctx, tenantId, query)
+  }
+  createDestination(tenantId: string, body: unknown): Promise<Destination> {
+    return destinations.createDestination(this.#ctx, tenantId, body)
+  }
+  getDestination(tenantId: string, destinationId: string): Promise<Destination> {
+    return destinations.getDestination(this.#ctx, tenantId, destinationId)
+  }
+  /** PATCH: JSON merge patch for config, credentials, metadata and delivery_metadata; topics and filter are replaced. */
+  updateDestination(tenantId: string, destinationId: string, body: unknown): Promise<Destination> {
+    return destinations.updateDestination(this.#ctx, tenantId, destinationId, body)
+  }
+  deleteDestination(tenantId: string, destinationId: string): Promise<{ success: true }> {
+    return destinations.deleteDestination(this.#ctx, tenantId, destinationId)
+  }
+  enableDestination(tenantId: string, destinationId: string): Promise<Destination> {
+    return destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, false)
+  }
+  disableDestination(tenantId: string, destinationId: string): Promise<Destination> {
+    return destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, true)
+  }
+  async listDestinationTypes(): Promise<DestinationTypeSchema[]> {
+    return destinations.listDestinationTypes()
+  }
+  async getDestinationType(type: string): Promise<DestinationTypeSchema> {
+    return destinations.getDestinationType(type)
+  }
+
+  // --- events ---
+  /** Record an event and its deliveries durably, then deliver. Idempotent on (tenant_id, id). */
+  async publish(input: unknown): Promise<PublishResult> {
+    const [result] = await this.publishMany([input], { single: true })
+    return result!
+  }
+  /** Publish a batch in one transaction. */
+  publishMany(inputs: unknown[], { single = false }: { single?: boolean } = {}): Promise<PublishResult[]> {
+    if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
+    return publishEvents(this.#ctx, this.#worker, inputs, single)
+  }
+  /** Admin listing of events across tenants. */
+  listAdminEvents(query?: ListAdminEventsQuery): Promise<Page<Event>> {
+    return events.listAdminEvents(this.#ctx, query)
+  }
+  listEvents(tenantId: string, query?: ListEventsQuery): Promise<Page<Event>> {
+    return events.listEvents(this.#ctx, tenantId, query)
+  }
+  getEvent(tenantId: string, eventId: string, query?: { destination_id?: unknown }): Promise<Event> {
+    return events.getEvent(this.#ctx, tenantId, eventId, query)
+  }
+  /** Every attempt of an event, newest first. */
+  listDeliveries(tenantId: string, eventId: string): Promise<DeliveryAttempt[]> {
+    return events.listDeliveries(this.#ctx, tenantId, eventId)
+  }
+  /** @deprecated Use `listEvents(tenantId, { destination_id })`. */
+  listDestinationEvents(tenantId: string, destinationId: string, query?: ListDestinationEventsQuery): Promise<Page<Event>> {
+    return events.listDestinationEvents(this.#ctx, tenantId, destinationId, query)
+  }
+  /** @deprecated Use `getEvent(tenantId, eventId, { destination_id })`. */
+  getDestinationEvent(tenantId: string, destinationId: string, eventId: string): Promise<Event> {
+    return events.getEvent(this.#ctx, tenantId, eventId, { destination_id: destinationId }, true)
+  }
+  /** Enqueue one manual attempt now, whatever the automatic schedule. */
+  async retryDelivery(tenantId: string, destinationId: string, eventId: string): Promise<{ success: true }> {
+    const result = await events.retryDelivery(this.#ctx, tenantId, destinationId, eventId)
+    this.#worker.wake()
+    return result
+  }
+
+  /** Stop claiming, drain in-flight attempts (bounded), release leases, close connections. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    await this.#worker.close()
+    await this.storage.close()
+  }
+
+  get closed(): boolean {
+    return this.#closed
+  }
+}
+
+/**
+ * Create an engine: resolves options, opens storage, migrates, starts the worker.
+ *
+ * @example
+ * const outflow = await createOutflow({ storage: sqlite({ path: './outflow.db' }), apiKey: process.env.OUTFLOW_API_KEY })
+ */
+export async function createOutflow(options: OutflowOptions): Promise<Outflow> {
+  const resolved = resolveOptions(options)
+  const storage = typeof options.storage === 'function' ? await options.storage() : options.storage
+  const outflow = new Outflow(storage, resolved)
+  try {
+    if (resolved.migrate) await outflow.migrate()
+  } catch (err) {
+    await storage.close().catch(() => {})
+    throw err
+  }
+  outflow.start()
+  return outflow
+}
+
+

@@ -1,0 +1,15 @@
+import type { ResolvedOptions } from '../options.js'
+import type { Storage } from '../storage/storage.js'
+
+/** What engine operations share: storage, resolved options and the clock. */
+export interface EngineContext {
+  storage: Storage
+  options: ResolvedOptions
+  /** AES key for credentials at rest, when the engine has an `encryptionKey`. */
+  encryptionKey: Buffer | undefined
+  /** Secret that signs tenant tokens (configured, or random per process with a warning). */
+  jwtSecret: string
+  now(): Date
+  /** Called after a destination changed or went away, so cached publishers are replaced. */
+  destinationChanged(tenantId: string, destinationId: string): void
+}

@@ -1,0 +1,204 @@
+import * as v from 'valibot'
+import { destinationRegistry, destinationType, typeSchema } from '../destinations/registry.js'
+import type { DestinationTypeDefinition, DestinationTypeSchema } from '../destinations/types.js'
+import { validateFilter } from '../delivery/filter.js'
+import { matchesTopic, topicAllowed } from '../delivery/topics.js'
+import { OutflowError, notFound, type ErrorData } from '../errors.js'
+import { newId } from '../ids.js'
+import { issuesToData, parseInput, type JsonObject } from '../model/common.js'
+import {
+  CreateDestinationSchema,
+  ListDestinationsQuerySchema,
+  UpdateDestinationSchema,
+  type Destination,
+  type ListDestinationsQuery,
+} from '../model/destination.js'
+import type { DestinationRecord } from '../storage/storage.js'
+import type { EngineContext } from './context.js'
+import { maskCredentials, sealCredentials, unsealCredentials } from './credentials.js'
+import { mergePatch } from './merge-patch.js'
+import { requireTenant } from './tenants.js'
+
+/** The API shape of a stored destination: masked credentials, target and target_url for display. */
+export function toDestination(ctx: EngineContext, r: DestinationRecord): Destination {
+  const def = destinationType(r.type)
+  const out: Destination = {
+    id: r.id,
+    type: r.type,
+    topics: r.topics,
+    disabled_at: r.disabled_at?.toISOString() ?? null,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+    config: r.config,
+    credentials: maskCredentials(def, unsealCredentials(r.credentials, ctx.encryptionKey)),
+  }
+  if (r.filter) out.filter = r.filter
+  if (r.delivery_metadata) out.delivery_metadata = r.delivery_metadata
+  if (r.metadata) out.metadata = r.metadata
+  const target = def.target(r.config)
+  if (target !== undefined) out.target = target
+  const targetUrl = def.targetUrl?.(r.config)
+  if (targetUrl !== undefined) out.target_url = targetUrl
+  return out
+}
+
+async function requireDestination(ctx: EngineContext, tenantId: string, id: string): Promise<DestinationRecord> {
+  await requireTenant(ctx, tenantId)
+  const record = await ctx.storage.getDestination(tenantId, id)
+  if (!record) throw notFound('destination', id)
+  return record
+}
+
+/** Fields only the server writes, or only create accepts: named in the 422 rather than "unexpected field". */
+function rejectFixedFields(body: unknown, fields: Record<string, string>): ErrorData {
+  const data: ErrorData = {}
+  if (typeof body !== 'object' || body === null) return data
+  for (const [field, why] of Object.entries(fields)) if (field in body) data[field] = why
+  return data
+}
+
+function validateAgainst(schema: v.GenericSchema, value: unknown, prefix: string, data: ErrorData): Record<string, unknown> {
+  const result = v.safeParse(schema, value)
+  if (result.success) return result.output as Record<string, unknown>
+  Object.assign(data, issuesToData(result.issues, prefix))
+  return {}
+}
+
+/** Topic allow-list and filter checks shared by create and update. */
+function checkTopicsAndFilter(ctx: EngineContext, topics: string[] | undefined, filter: JsonObject | null | undefined, data: ErrorData) {
+  const allowList = ctx.options.topics
+  if (allowList && topics)
+    topics.forEach((t, i) => {
+      if (!topicAllowed(allowList, t)) data[`topics.${i}`] = `"${t}" is not one of the configured topics`
+    })
+  if (filter && Object.keys(filter).length > 0) Object.assign(data, validateFilter(filter) ?? {})
+}
+
+function fail(data: ErrorData): never {
+  throw new OutflowError('validation', 'validation error', { data })
+}
+
+export async function listDestinations(ctx: EngineContext, tenantId: string, query: ListDestinationsQuery = {}): Promise<Destination[]> {
+  const q = parseInput(ListDestinationsQuerySchema, query, { code: 'bad_request' })
+  await requireTenant(ctx, tenantId)
+  let rows = await ctx.storage.listDestinations(tenantId, { types: q.type })
+  // A destination is listed for `topics` when it would receive any of them.
+  if (q.topics?.length) rows = rows.filter((r) => q.topics!.some((t) => matchesTopic(r.topics, t) || r.topics.includes(t)))
+  return rows.map((r) => toDestination(ctx, r))
+}
+
+export async function createDestination(ctx: EngineContext, tenantId: string, body: unknown): Promise<Destination> {
+  await requireTenant(ctx, tenantId)
+  const fixed = rejectFixedFields(body, { target: 'read-only field', target_url: 'read-only field' })
+  if (Object.keys(fixed).length) fail(fixed)
+  const input = parseInput(CreateDestinationSchema, body)
+  const def = destinationType(input.type)
+  const data: ErrorData = {}
+  if (def.configRequired && input.config === undefined) data.config = 'required'
+  if (def.credentialsRequired && input.credentials === undefined) data.credentials = 'required'
+  const config = validateAgainst(def.configSchema, input.config ?? {}, 'config', data)
+  const credentials = validateAgainst(def.credentialsSchema, input.credentials ?? {}, 'credentials', data)
+  checkTopicsAndFilter(ctx, input.topics, input.filter, data)
+  if (Object.keys(data).length) fail(data)
+
+  const now = ctx.now()
+  const stored = def.prepareCredentials?.({ credentials, now }) ?? credentials
+  const record: DestinationRecord = {
+    tenant_id: tenantId,
+    id: input.id ?? newId('des'),
+    type: input.type,
+    topics: input.topics,
+    filter: input.filter && Object.keys(input.filter).length ? input.filter : null,
+    config,
+    credentials: sealCredentials(stored, ctx.encryptionKey),
+    delivery_metadata: input.delivery_metadata ?? null,
+    metadata: input.metadata ?? null,
+    disabled_at: null,
+    created_at: now,
+    updated_at: now,
+    consecutive_failures: 0,
+  }
+  if (!(await ctx.storage.insertDestination(record)))
+    throw new OutflowError('conflict', `destination ${record.id} already exists`, { data: { id: 'already exists' } })
+  return toDestination(ctx, record)
+}
+
+export async function getDestination(ctx: EngineContext, tenantId: string, id: string): Promise<Destination> {
+  return toDestination(ctx, await requireDestination(ctx, tenantId, id))
+}
+
+/** A masked value sent back unchanged (`abcd****`) keeps the stored secret instead of overwriting it. */
+function keepMaskedValues(def: DestinationTypeDefinition, patch: unknown, stored: Record<string, unknown>): unknown {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch
+  const masked = maskCredentials(def, stored)
+  const out: Record<string, unknown> = { ...(patch as Record<string, unknown>) }
+  for (const [key, value] of Object.entries(out)) if (typeof value === 'string' && value.endsWith('****') && masked[key] === value) delete out[key]
+  return out
+}
+
+export async function updateDestination(ctx: EngineContext, tenantId: string, id: string, body: unknown): Promise<Destination> {
+  const fixed = rejectFixedFields(body, {
+    type: 'cannot be changed after create',
+    id: 'cannot be changed after create',
+    target: 'read-only field',
+    target_url: 'read-only field',
+  })
+  if (Object.keys(fixed).length) fail(fixed)
+  const input = parseInput(UpdateDestinationSchema, body ?? {})
+  const existing = await requireDestination(ctx, tenantId, id)
+  const def = destinationType(existing.type)
+  const data: ErrorData = {}
+  const storedCredentials = unsealCredentials(existing.credentials, ctx.encryptionKey)
+
+  const mergedConfig = input.config === undefined ? existing.config : mergePatch(existing.config, input.config)
+  if (mergedConfig === null && def.configRequired) data.config = 'required'
+  const config = validateAgainst(def.configSchema, mergedConfig ?? {}, 'config', data)
+  const credentialsPatch = keepMaskedValues(def, input.credentials, storedCredentials)
+  const mergedCredentials = input.credentials === undefined ? storedCredentials : mergePatch(storedCredentials, credentialsPatch)
+  if (mergedCredentials === null && def.credentialsRequired) data.credentials = 'required'
+  const credentials = validateAgainst(def.credentialsSchema, mergedCredentials ?? {}, 'credentials', data)
+  checkTopicsAndFilter(ctx, input.topics, input.filter, data)
+  if (Object.keys(data).length) fail(data)
+
+  const now = ctx.now()
+  const stored = def.prepareCredentials?.({ credentials, previous: storedCredentials, now }) ?? credentials
+  const record: DestinationRecord = {
+    ...existing,
+    topics: input.topics ?? existing.topics,
+    filter: input.filter === undefined ? existing.filter : input.filter && Object.keys(input.filter).length ? input.filter : null,
+    config,
+    credentials: sealCredentials(stored, ctx.encryptionKey),
+    delivery_metadata:
+      input.delivery_metadata === undefined ? existing.delivery_metadata : (mergePatch(existing.delivery_metadata, input.delivery_metadata) as Record<string, string> | null),
+    metadata: input.metadata === undefined ? existing.metadata : (mergePatch(existing.metadata, input.metadata) as JsonObject | null),
+    updated_at: now,
+  }
+  if (!(await ctx.storage.updateDestination(record))) throw notFound('destination', id)
+  ctx.destinationChanged(tenantId, id)
+  return toDestination(ctx, record)
+}
+
+export async function deleteDestination(ctx: EngineContext, tenantId: string, id: string): Promise<{ success: true }> {
+  await requireTenant(ctx, tenantId)
+  if (!(await ctx.storage.deleteDestination(tenantId, id))) throw notFound('destination', id)
+  ctx.destinationChanged(tenantId, id)
+  return { success: true }
+}
+
+/** Enable (`disabled: false`) or disable a destination; idempotent, disabling twice keeps the first time. */
+export async function setDestinationDisabled(ctx: EngineContext, tenantId: string, id: string, disabled: boolean): Promise<Destination> {
+  await requireTenant(ctx, tenantId)
+  const now = ctx.now()
+  const record = await ctx.storage.setDestinationDisabled(tenantId, id, disabled ? now : null, now)
+  if (!record) throw notFound('destination', id)
+  ctx.destinationChanged(tenantId, id)
+  return toDestination(ctx, record)
+}
+
+export function listDestinationTypes(): DestinationTypeSchema[] {
+  return Object.values(destinationRegistry).map(typeSchema)
+}
+
+export function getDestinationType(type: string): DestinationTypeSchema {
+  return typeSchema(destinationType(type))
+}

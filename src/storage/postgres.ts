@@ -1,0 +1,55 @@
+import { drizzle } from 'drizzle-orm/postgres-js'
+import { migrate } from 'drizzle-orm/postgres-js/migrator'
+import type PostgresJs from 'postgres'
+import { loadPeer } from '../destinations/load-peer.js'
+import { migrationsFolder } from './migrations-folder.js'
+import * as schema from './schema/postgres.js'
+import type { Db, SqlContext } from './sql-context.js'
+import { createSqlStorage } from './sql-storage.js'
+import type { Storage } from './storage.js'
+
+export interface PostgresOptions {
+  /** `postgres://user:pass@host:5432/db` */
+  url: string
+  /** Pool size (default 10). */
+  max?: number
+}
+
+/** Any constant works; it only has to be the same in every process migrating this database. */
+const migrationLockKey = 0x6f7574666c6f77 // "outflow"
+
+/**
+ * Postgres storage on postgres.js. Several engines may share one database.
+ *
+ * @example
+ * const outflow = await createOutflow({ storage: postgres({ url: process.env.DATABASE_URL! }) })
+ */
+export function postgres(options: PostgresOptions): () => Promise<Storage> {
+  return async () => {
+    const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres')
+    const client = connect(options.url, { max: options.max ?? 10, onnotice: () => {} })
+    const db = drizzle({ client, schema }) as unknown as Db
+    const ctx: SqlContext = {
+      dialect: 'postgres',
+      tables: schema,
+      run: (fn) => fn(db),
+      transaction: (fn) => db.transaction((tx) => fn(tx as unknown as Db)),
+    }
+    return createSqlStorage(ctx, {
+      async migrate() {
+        // One connection holds a session advisory lock, so two processes starting at once migrate one after the other.
+        const lockClient = connect(options.url, { max: 1, onnotice: () => {} })
+        try {
+          await lockClient`select pg_advisory_lock(${migrationLockKey})`
+          await migrate(drizzle({ client: lockClient }), { migrationsFolder: migrationsFolder('postgres') })
+          await lockClient`select pg_advisory_unlock(${migrationLockKey})`
+        } finally {
+          await lockClient.end()
+        }
+      },
+      async close() {
+        await client.end({ timeout: 5 })
+      },
+    })
+  }
+}

@@ -1,0 +1,104 @@
+import { sql } from 'drizzle-orm'
+import { boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import type { JsonObject } from '../../model/common.js'
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' })
+
+export const tenants = pgTable(
+  'tenants',
+  {
+    id: text('id').primaryKey(),
+    metadata: jsonb('metadata').$type<JsonObject>().notNull(),
+    created_at: ts('created_at').notNull(),
+    updated_at: ts('updated_at').notNull(),
+  },
+  (t) => [index('tenants_created_idx').on(t.created_at, t.id)],
+)
+
+export const destinations = pgTable(
+  'destinations',
+  {
+    tenant_id: text('tenant_id').notNull(),
+    id: text('id').notNull(),
+    type: text('type').notNull(),
+    topics: jsonb('topics').$type<string[]>().notNull(),
+    filter: jsonb('filter').$type<JsonObject>(),
+    config: jsonb('config').$type<JsonObject>().notNull(),
+    credentials: text('credentials').notNull(),
+    delivery_metadata: jsonb('delivery_metadata').$type<Record<string, string>>(),
+    metadata: jsonb('metadata').$type<JsonObject>(),
+    disabled_at: ts('disabled_at'),
+    created_at: ts('created_at').notNull(),
+    updated_at: ts('updated_at').notNull(),
+    consecutive_failures: integer('consecutive_failures').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
+)
+
+export const events = pgTable(
+  'events',
+  {
+    tenant_id: text('tenant_id').notNull(),
+    id: text('id').notNull(),
+    topic: text('topic').notNull(),
+    time: ts('time').notNull(),
+    data: jsonb('data').notNull(),
+    metadata: jsonb('metadata').$type<Record<string, string>>().notNull(),
+    eligible_for_retry: boolean('eligible_for_retry').notNull(),
+    created_at: ts('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenant_id, t.id] })],
+)
+
+/** One row per (event, destination): the queue state and the log's status. */
+export const deliveries = pgTable(
+  'deliveries',
+  {
+    id: text('id').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    event_id: text('event_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    // Copied from the event so listings sort and filter without a join.
+    topic: text('topic').notNull(),
+    event_time: ts('event_time').notNull(),
+    status: text('status').notNull(),
+    attempt_count: integer('attempt_count').notNull(),
+    manual: boolean('manual').notNull(),
+    next_attempt_at: ts('next_attempt_at'),
+    lease_owner: text('lease_owner'),
+    lease_until: ts('lease_until'),
+    last_attempt_at: ts('last_attempt_at'),
+    successful_at: ts('successful_at'),
+  },
+  (t) => [
+    uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
+    // Claiming: only pending rows are indexed, ordered by when they are due.
+    index('deliveries_due_idx').on(t.next_attempt_at).where(sql`status = 'pending'`),
+    // Event listings show a pair from its first attempt on; keyset by (event_time, event_id, destination_id).
+    index('deliveries_tenant_time_idx').on(t.tenant_id, t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
+    index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0`),
+    index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
+  ],
+)
+
+export const attempts = pgTable(
+  'attempts',
+  {
+    id: text('id').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    event_id: text('event_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    delivery_id: text('delivery_id').notNull(),
+    attempt_number: integer('attempt_number').notNull(),
+    manual: boolean('manual').notNull(),
+    status: text('status').notNull(),
+    response_status_code: integer('response_status_code'),
+    response_body: text('response_body'),
+    response_headers: jsonb('response_headers').$type<Record<string, string>>(),
+    error: text('error'),
+    error_kind: text('error_kind'),
+    duration_ms: integer('duration_ms'),
+    delivered_at: ts('delivered_at').notNull(),
+  },
+  (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at)],
+)

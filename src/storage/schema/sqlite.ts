@@ -1,0 +1,103 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import type { JsonObject } from '../../model/common.js'
+
+// Same tables and column names as schema/postgres.ts; times are integer milliseconds, JSON is text.
+const ts = (name: string) => integer(name, { mode: 'timestamp_ms' })
+const json = <T>(name: string) => text(name, { mode: 'json' }).$type<T>()
+const bool = (name: string) => integer(name, { mode: 'boolean' })
+
+export const tenants = sqliteTable(
+  'tenants',
+  {
+    id: text('id').primaryKey(),
+    metadata: json<JsonObject>('metadata').notNull(),
+    created_at: ts('created_at').notNull(),
+    updated_at: ts('updated_at').notNull(),
+  },
+  (t) => [index('tenants_created_idx').on(t.created_at, t.id)],
+)
+
+export const destinations = sqliteTable(
+  'destinations',
+  {
+    tenant_id: text('tenant_id').notNull(),
+    id: text('id').notNull(),
+    type: text('type').notNull(),
+    topics: json<string[]>('topics').notNull(),
+    filter: json<JsonObject>('filter'),
+    config: json<JsonObject>('config').notNull(),
+    credentials: text('credentials').notNull(),
+    delivery_metadata: json<Record<string, string>>('delivery_metadata'),
+    metadata: json<JsonObject>('metadata'),
+    disabled_at: ts('disabled_at'),
+    created_at: ts('created_at').notNull(),
+    updated_at: ts('updated_at').notNull(),
+    consecutive_failures: integer('consecutive_failures').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
+)
+
+export const events = sqliteTable(
+  'events',
+  {
+    tenant_id: text('tenant_id').notNull(),
+    id: text('id').notNull(),
+    topic: text('topic').notNull(),
+    time: ts('time').notNull(),
+    data: json<unknown>('data').notNull(),
+    metadata: json<Record<string, string>>('metadata').notNull(),
+    eligible_for_retry: bool('eligible_for_retry').notNull(),
+    created_at: ts('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenant_id, t.id] })],
+)
+
+export const deliveries = sqliteTable(
+  'deliveries',
+  {
+    id: text('id').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    event_id: text('event_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    topic: text('topic').notNull(),
+    event_time: ts('event_time').notNull(),
+    status: text('status').notNull(),
+    attempt_count: integer('attempt_count').notNull(),
+    manual: bool('manual').notNull(),
+    next_attempt_at: ts('next_attempt_at'),
+    lease_owner: text('lease_owner'),
+    lease_until: ts('lease_until'),
+    last_attempt_at: ts('last_attempt_at'),
+    successful_at: ts('successful_at'),
+  },
+  (t) => [
+    uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
+    index('deliveries_due_idx').on(t.next_attempt_at).where(sql`status = 'pending'`),
+    index('deliveries_tenant_time_idx').on(t.tenant_id, t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
+    index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0`),
+    index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
+  ],
+)
+
+export const attempts = sqliteTable(
+  'attempts',
+  {
+    id: text('id').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    event_id: text('event_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    delivery_id: text('delivery_id').notNull(),
+    attempt_number: integer('attempt_number').notNull(),
+    manual: bool('manual').notNull(),
+    status: text('status').notNull(),
+    response_status_code: integer('response_status_code'),
+    response_body: text('response_body'),
+    response_headers: json<Record<string, string>>('response_headers'),
+    error: text('error'),
+    error_kind: text('error_kind'),
+    duration_ms: integer('duration_ms'),
+    delivered_at: ts('delivered_at').notNull(),
+  },
+  (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at)],
+)

@@ -1,0 +1,45 @@
+import { sql, type SQL, type Column } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
+import type * as schema from './schema/postgres.js'
+
+/**
+ * Both drivers run the same drizzle queries. The builder API is identical across dialects, so the
+ * shared code is typed against the Postgres schema and the SQLite driver passes its own tables,
+ * which have the same names, columns and JS value types.
+ */
+export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>
+export type Tables = typeof schema
+
+export interface SqlContext {
+  dialect: 'sqlite' | 'postgres'
+  tables: Tables
+  /** Run a read or single statement (SQLite: serialised with every other call on the one connection). */
+  run<T>(fn: (db: Db) => Promise<T>): Promise<T>
+  /** Run `fn` in one transaction. */
+  transaction<T>(fn: (db: Db) => Promise<T>): Promise<T>
+}
+
+/**
+ * `(a, b, …) > (x, y, …)`-style keyset condition. Values are encoded through their columns so a
+ * Date becomes milliseconds in SQLite and a timestamptz in Postgres.
+ */
+export function keysetCondition(columns: Column[], position: KeysetPosition, op: '<' | '>'): SQL {
+  const values = position.map((v, i) => sql.param(i === 0 ? new Date(v as number) : v, columns[i]))
+  return sql`(${sql.join(columns, sql`, `)}) ${sql.raw(op)} (${sql.join(values, sql`, `)})`
+}
+
+/**
+ * Where-condition and order for one keyset page. Returns rows in query order; `reverse` says the
+ * caller must reverse them to get display order (walking backwards with `prev`).
+ */
+export function keysetPlan(columns: Column[], req: KeysetRequest): { where?: SQL; orderBy: SQL[]; reverse: boolean } {
+  const desc = req.dir === 'desc'
+  if (req.before) {
+    // Walk backwards: rows before the cursor in display order, fetched in the opposite order.
+    const where = keysetCondition(columns, req.before, desc ? '>' : '<')
+    return { where, orderBy: columns.map((c) => (desc ? sql`${c} asc` : sql`${c} desc`)), reverse: true }
+  }
+  const where = req.after ? keysetCondition(columns, req.after, desc ? '<' : '>') : undefined
+  return { where, orderBy: columns.map((c) => (desc ? sql`${c} desc` : sql`${c} asc`)), reverse: false }
+}

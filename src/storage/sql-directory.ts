@@ -1,0 +1,173 @@
+import { and, asc, count, eq, gte, inArray, isNull, lte, type SQL } from 'drizzle-orm'
+import type { DestinationTypeName } from '../destinations/types.js'
+import type { JsonObject } from '../model/common.js'
+import { keysetPlan, type SqlContext } from './sql-context.js'
+import type { DestinationRecord, TenantListRequest, TenantRecord, TenantSummary } from './storage.js'
+
+// Tenants and destinations: the directory side of the storage port.
+
+export async function upsertTenant(ctx: SqlContext, id: string, metadata: JsonObject | undefined, now: Date) {
+  const { tenants } = ctx.tables
+  return ctx.transaction(async (db) => {
+    const inserted = await db
+      .insert(tenants)
+      .values({ id, metadata: metadata ?? {}, created_at: now, updated_at: now })
+      .onConflictDoNothing()
+      .returning()
+    if (inserted[0]) return { tenant: inserted[0] as TenantRecord, created: true }
+    const set = metadata === undefined ? { updated_at: now } : { metadata, updated_at: now }
+    const [row] = await db.update(tenants).set(set).where(eq(tenants.id, id)).returning()
+    return { tenant: row as TenantRecord, created: false }
+  })
+}
+
+export async function getTenant(ctx: SqlContext, id: string): Promise<TenantRecord | null> {
+  const { tenants } = ctx.tables
+  const [row] = await ctx.run((db) => db.select().from(tenants).where(eq(tenants.id, id)).limit(1))
+  return (row as TenantRecord | undefined) ?? null
+}
+
+export async function listTenants(ctx: SqlContext, q: TenantListRequest) {
+  const { tenants } = ctx.tables
+  const filters: SQL[] = []
+  if (q.createdGte) filters.push(gte(tenants.created_at, q.createdGte))
+  if (q.createdLte) filters.push(lte(tenants.created_at, q.createdLte))
+  const plan = keysetPlan([tenants.created_at, tenants.id], q)
+  return ctx.run(async (db) => {
+    const rows = await db
+      .select()
+      .from(tenants)
+      .where(and(...filters, plan.where))
+      .orderBy(...plan.orderBy)
+      .limit(q.limit + 1)
+    const [total] = await db.select({ n: count() }).from(tenants).where(and(...filters))
+    return { rows: (plan.reverse ? rows.reverse() : rows) as TenantRecord[], count: Number(total?.n ?? 0) }
+  })
+}
+
+export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean> {
+  const { tenants, destinations, events, deliveries, attempts } = ctx.tables
+  return ctx.transaction(async (db) => {
+    const gone = await db.delete(tenants).where(eq(tenants.id, id)).returning({ id: tenants.id })
+    if (gone.length === 0) return false
+    // Re-creating the id starts empty, so the tenant's log goes too.
+    await db.delete(destinations).where(eq(destinations.tenant_id, id))
+    await db.delete(attempts).where(eq(attempts.tenant_id, id))
+    await db.delete(deliveries).where(eq(deliveries.tenant_id, id))
+    await db.delete(events).where(eq(events.tenant_id, id))
+    return true
+  })
+}
+
+export async function summarizeTenants(ctx: SqlContext, ids: string[]): Promise<Map<string, TenantSummary>> {
+  const { destinations } = ctx.tables
+  const result = new Map<string, TenantSummary>(ids.map((id) => [id, { destinations_count: 0, topics: [] }]))
+  if (ids.length === 0) return result
+  const rows = await ctx.run((db) =>
+    db.select({ tenant_id: destinations.tenant_id, topics: destinations.topics }).from(destinations).where(inArray(destinations.tenant_id, ids)),
+  )
+  const topicSets = new Map<string, Set<string>>()
+  for (const row of rows) {
+    const summary = result.get(row.tenant_id)!
+    summary.destinations_count++
+    const set = topicSets.get(row.tenant_id) ?? new Set<string>()
+    for (const t of row.topics) set.add(t)
+    topicSets.set(row.tenant_id, set)
+  }
+  for (const [id, set] of topicSets) result.get(id)!.topics = [...set].sort()
+  return result
+}
+
+export async function listDestinations(
+  ctx: SqlContext,
+  tenantId: string,
+  filter: { types?: DestinationTypeName[]; enabledOnly?: boolean } = {},
+): Promise<DestinationRecord[]> {
+  const { destinations } = ctx.tables
+  const where = and(
+    eq(destinations.tenant_id, tenantId),
+    filter.types?.length ? inArray(destinations.type, filter.types) : undefined,
+    filter.enabledOnly ? isNull(destinations.disabled_at) : undefined,
+  )
+  const rows = await ctx.run((db) => db.select().from(destinations).where(where).orderBy(asc(destinations.created_at), asc(destinations.id)))
+  return rows as DestinationRecord[]
+}
+
+export async function getDestination(ctx: SqlContext, tenantId: string, id: string): Promise<DestinationRecord | null> {
+  const { destinations } = ctx.tables
+  const [row] = await ctx.run((db) =>
+    db.select().from(destinations).where(and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id))).limit(1),
+  )
+  return (row as DestinationRecord | undefined) ?? null
+}
+
+export async function insertDestination(ctx: SqlContext, record: DestinationRecord): Promise<boolean> {
+  const { destinations } = ctx.tables
+  const rows = await ctx.run((db) => db.insert(destinations).values(record).onConflictDoNothing().returning({ id: destinations.id }))
+  return rows.length > 0
+}
+
+export async function updateDestination(ctx: SqlContext, r: DestinationRecord): Promise<boolean> {
+  const { destinations } = ctx.tables
+  const rows = await ctx.run((db) =>
+    db
+      .update(destinations)
+      .set({
+        topics: r.topics,
+        filter: r.filter,
+        config: r.config,
+        credentials: r.credentials,
+        delivery_metadata: r.delivery_metadata,
+        metadata: r.metadata,
+        disabled_at: r.disabled_at,
+        updated_at: r.updated_at,
+      })
+      .where(and(eq(destinations.tenant_id, r.tenant_id), eq(destinations.id, r.id)))
+      .returning({ id: destinations.id }),
+  )
+  return rows.length > 0
+}
+
+export async function deleteDestination(ctx: SqlContext, tenantId: string, id: string): Promise<boolean> {
+  const { destinations, deliveries } = ctx.tables
+  return ctx.transaction(async (db) => {
+    const gone = await db
+      .delete(destinations)
+      .where(and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id)))
+      .returning({ id: destinations.id })
+    if (gone.length === 0) return false
+    await db
+      .update(deliveries)
+      .set({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_until: null })
+      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending')))
+    return true
+  })
+}
+
+export async function setDestinationDisabled(
+  ctx: SqlContext,
+  tenantId: string,
+  id: string,
+  at: Date | null,
+  now: Date,
+): Promise<DestinationRecord | null> {
+  const { destinations, deliveries } = ctx.tables
+  const match = and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id))
+  return ctx.transaction(async (db) => {
+    const [current] = await db.select().from(destinations).where(match).limit(1)
+    if (!current) return null
+    // Disabling twice keeps the first time; enabling clears the failure streak.
+    if (at && current.disabled_at) return current as DestinationRecord
+    if (!at && !current.disabled_at) return current as DestinationRecord
+    const set = at ? { disabled_at: at, updated_at: now } : { disabled_at: null, consecutive_failures: 0, updated_at: now }
+    const [row] = await db.update(destinations).set(set).where(match).returning()
+    if (!at) {
+      // Deliveries parked while the destination was disabled become due again.
+      await db
+        .update(deliveries)
+        .set({ next_attempt_at: now })
+        .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)))
+    }
+    return row as DestinationRecord
+  })
+}

@@ -1,0 +1,256 @@
+import { and, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, or, sql, type SQL } from 'drizzle-orm'
+import { keysetPlan, type SqlContext } from './sql-context.js'
+import type {
+  AttemptRecord,
+  AttemptWrite,
+  ClaimRequest,
+  ClaimedDelivery,
+  DestinationStreak,
+  EventListRequest,
+  EventRecord,
+  EventRow,
+  InsertEventResult,
+  NewEventWithDeliveries,
+} from './storage.js'
+
+// Events, the delivery queue and the attempt log.
+
+export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
+  const { events, deliveries } = ctx.tables
+  if (items.length === 0) return []
+  return ctx.transaction(async (db) => {
+    const inserted = await db
+      .insert(events)
+      .values(items.map((i) => i.event))
+      .onConflictDoNothing()
+      .returning({ tenant_id: events.tenant_id, id: events.id })
+    const fresh = new Set(inserted.map((r) => `${r.tenant_id}\u0000${r.id}`))
+    const rows = []
+    const results: InsertEventResult[] = []
+    const duplicates: number[] = []
+    for (const [index, { event, deliveries: ds }] of items.entries()) {
+      const key = `${event.tenant_id}\u0000${event.id}`
+      if (!fresh.has(key)) {
+        duplicates.push(index)
+        results.push({ duplicate: true, destination_ids: [] })
+        continue
+      }
+      fresh.delete(key) // the same id twice in one batch: the second is a duplicate
+      results.push({ duplicate: false, destination_ids: ds.map((d) => d.destination_id) })
+      for (const d of ds)
+        rows.push({
+          id: d.id,
+          tenant_id: event.tenant_id,
+          event_id: event.id,
+          destination_id: d.destination_id,
+          topic: event.topic,
+          event_time: event.time,
+          status: 'pending',
+          attempt_count: 0,
+          manual: false,
+          next_attempt_at: d.next_attempt_at,
+          lease_owner: d.lease_owner ?? null,
+          lease_until: d.lease_until ?? null,
+        })
+    }
+    // Postgres caps a statement at 65,535 parameters: insert in chunks.
+    for (let i = 0; i < rows.length; i += 2000) await db.insert(deliveries).values(rows.slice(i, i + 2000))
+    for (const index of duplicates) {
+      const { tenant_id, id } = items[index]!.event
+      const existing = await db
+        .select({ destination_id: deliveries.destination_id })
+        .from(deliveries)
+        .where(and(eq(deliveries.tenant_id, tenant_id), eq(deliveries.event_id, id)))
+      results[index] = { duplicate: true, destination_ids: existing.map((r) => r.destination_id) }
+    }
+    return results
+  })
+}
+
+export async function claimDueDeliveries(ctx: SqlContext, q: ClaimRequest): Promise<ClaimedDelivery[]> {
+  const { deliveries } = ctx.tables
+  const due = and(
+    eq(deliveries.status, 'pending'),
+    lte(deliveries.next_attempt_at, q.now),
+    or(isNull(deliveries.lease_until), lt(deliveries.lease_until, q.now)),
+  )
+  return ctx.transaction(async (db) => {
+    let pick = db.select({ id: deliveries.id }).from(deliveries).where(due).orderBy(deliveries.next_attempt_at).limit(q.limit)
+    // Many engines share one Postgres: rows another worker is claiming right now are skipped, not waited on.
+    if (ctx.dialect === 'postgres') pick = pick.for('update', { skipLocked: true }) as typeof pick
+    const ids = (await pick).map((r) => r.id)
+    if (ids.length === 0) return []
+    await db.update(deliveries).set({ lease_owner: q.owner, lease_until: q.leaseUntil }).where(inArray(deliveries.id, ids))
+    return loadClaimed(ctx, db, ids)
+  })
+}
+
+async function loadClaimed(ctx: SqlContext, db: Parameters<Parameters<SqlContext['run']>[0]>[0], ids: string[]): Promise<ClaimedDelivery[]> {
+  const { deliveries, events } = ctx.tables
+  const rows = await db
+    .select({ d: deliveries, e: events })
+    .from(deliveries)
+    .innerJoin(events, and(eq(events.tenant_id, deliveries.tenant_id), eq(events.id, deliveries.event_id)))
+    .where(inArray(deliveries.id, ids))
+  return rows.map(({ d, e }) => ({
+    id: d.id,
+    tenant_id: d.tenant_id,
+    event_id: d.event_id,
+    destination_id: d.destination_id,
+    attempt_count: d.attempt_count,
+    manual: d.manual,
+    event: e as EventRecord,
+  }))
+}
+
+export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): Promise<DestinationStreak[]> {
+  const { attempts, deliveries, destinations } = ctx.tables
+  if (writes.length === 0) return []
+  return ctx.transaction(async (db) => {
+    for (let i = 0; i < writes.length; i += 1000) await db.insert(attempts).values(writes.slice(i, i + 1000).map((w) => w.attempt))
+    for (const { attempt, delivery } of writes) {
+      await db
+        .update(deliveries)
+        .set({
+          status: delivery.status,
+          attempt_count: sql`${deliveries.attempt_count} + 1`,
+          manual: false,
+          next_attempt_at: delivery.next_attempt_at,
+          lease_owner: null,
+          lease_until: null,
+          last_attempt_at: attempt.delivered_at,
+          successful_at: sql`coalesce(${deliveries.successful_at}, ${sql.param(delivery.successful_at, deliveries.successful_at)})`,
+        })
+        .where(eq(deliveries.id, delivery.id))
+    }
+    // Failure streaks per destination: failures after the batch's last success, added to the stored streak if none.
+    const streaks = new Map<string, { tenant_id: string; destination_id: string; failures: number; reset: boolean }>()
+    for (const { attempt } of writes) {
+      const key = `${attempt.tenant_id}\u0000${attempt.destination_id}`
+      const s = streaks.get(key) ?? { tenant_id: attempt.tenant_id, destination_id: attempt.destination_id, failures: 0, reset: false }
+      if (attempt.status === 'success') Object.assign(s, { failures: 0, reset: true })
+      else s.failures++
+      streaks.set(key, s)
+    }
+    const result: DestinationStreak[] = []
+    for (const s of streaks.values()) {
+      const value = s.reset ? sql`${s.failures}` : sql`${destinations.consecutive_failures} + ${s.failures}`
+      const [row] = await db
+        .update(destinations)
+        .set({ consecutive_failures: value })
+        .where(and(eq(destinations.tenant_id, s.tenant_id), eq(destinations.id, s.destination_id)))
+        .returning({ n: destinations.consecutive_failures })
+      if (row) result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: row.n })
+    }
+    return result
+  })
+}
+
+export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string[]): Promise<number> {
+  const { deliveries } = ctx.tables
+  const rows = await ctx.run((db) =>
+    db
+      .update(deliveries)
+      .set({ lease_owner: null, lease_until: null })
+      .where(and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), ids ? inArray(deliveries.id, ids) : undefined))
+      .returning({ id: deliveries.id }),
+  )
+  return rows.length
+}
+
+export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boolean): Promise<void> {
+  const { deliveries } = ctx.tables
+  if (ids.length === 0) return
+  await ctx.run((db) =>
+    db
+      .update(deliveries)
+      .set({ status: cancel ? 'cancelled' : 'pending', next_attempt_at: null, lease_owner: null, lease_until: null })
+      .where(and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending'))),
+  )
+}
+
+export async function requeueDelivery(ctx: SqlContext, tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean> {
+  const { deliveries } = ctx.tables
+  const rows = await ctx.run((db) =>
+    db
+      .update(deliveries)
+      .set({ status: 'pending', manual: true, next_attempt_at: now, lease_owner: null, lease_until: null })
+      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.event_id, eventId), eq(deliveries.destination_id, destinationId)))
+      .returning({ id: deliveries.id }),
+  )
+  return rows.length > 0
+}
+
+function eventRowSelection(ctx: SqlContext) {
+  const { deliveries: d, events: e } = ctx.tables
+  return {
+    tenant_id: d.tenant_id,
+    event_id: d.event_id,
+    destination_id: d.destination_id,
+    topic: d.topic,
+    time: d.event_time,
+    data: e.data,
+    metadata: e.metadata,
+    status: d.status,
+    successful_at: d.successful_at,
+    last_attempt_at: d.last_attempt_at,
+  }
+}
+
+export async function listEvents(ctx: SqlContext, q: EventListRequest): Promise<EventRow[]> {
+  const { deliveries: d, events: e } = ctx.tables
+  const filters: (SQL | undefined)[] = [
+    // A pair is listed from its first attempt on (matches the partial indexes).
+    sql`${d.attempt_count} > 0`,
+    q.tenantIds?.length ? inArray(d.tenant_id, q.tenantIds) : undefined,
+    q.destinationIds?.length ? inArray(d.destination_id, q.destinationIds) : undefined,
+    q.topics?.length ? inArray(d.topic, q.topics) : undefined,
+    q.status === 'success' ? isNotNull(d.successful_at) : q.status === 'failed' ? isNull(d.successful_at) : undefined,
+    q.timeGte ? gte(d.event_time, q.timeGte) : undefined,
+    q.timeLte ? lte(d.event_time, q.timeLte) : undefined,
+  ]
+  const plan = keysetPlan([d.event_time, d.event_id, d.destination_id], q)
+  const rows = await ctx.run((db) =>
+    db
+      .select(eventRowSelection(ctx))
+      .from(d)
+      .innerJoin(e, and(eq(e.tenant_id, d.tenant_id), eq(e.id, d.event_id)))
+      .where(and(...filters, plan.where))
+      .orderBy(...plan.orderBy)
+      .limit(q.limit + 1),
+  )
+  return (plan.reverse ? rows.reverse() : rows) as EventRow[]
+}
+
+export async function getEvent(ctx: SqlContext, tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null> {
+  const { deliveries: d, events: e } = ctx.tables
+  const [row] = await ctx.run((db) =>
+    db
+      .select(eventRowSelection(ctx))
+      .from(d)
+      .innerJoin(e, and(eq(e.tenant_id, d.tenant_id), eq(e.id, d.event_id)))
+      .where(
+        and(
+          eq(d.tenant_id, tenantId),
+          eq(d.event_id, eventId),
+          destinationId === undefined ? undefined : eq(d.destination_id, destinationId),
+          sql`${d.attempt_count} > 0`,
+        ),
+      )
+      .orderBy(desc(d.last_attempt_at), desc(d.destination_id))
+      .limit(1),
+  )
+  return (row as EventRow | undefined) ?? null
+}
+
+export async function listAttempts(ctx: SqlContext, tenantId: string, eventId: string): Promise<AttemptRecord[]> {
+  const { attempts } = ctx.tables
+  const rows = await ctx.run((db) =>
+    db
+      .select()
+      .from(attempts)
+      .where(and(eq(attempts.tenant_id, tenantId), eq(attempts.event_id, eventId)))
+      .orderBy(desc(attempts.delivered_at), desc(attempts.id)),
+  )
+  return rows as AttemptRecord[]
+}

@@ -1,0 +1,33 @@
+import type { SqlContext } from './sql-context.js'
+import * as directory from './sql-directory.js'
+import * as queue from './sql-queue.js'
+import type { Storage } from './storage.js'
+
+/** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
+export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close'>): Storage {
+  return {
+    dialect: ctx.dialect,
+    migrate: lifecycle.migrate,
+    close: lifecycle.close,
+    upsertTenant: (id, metadata, now) => directory.upsertTenant(ctx, id, metadata, now),
+    getTenant: (id) => directory.getTenant(ctx, id),
+    listTenants: (q) => directory.listTenants(ctx, q),
+    deleteTenant: (id) => directory.deleteTenant(ctx, id),
+    summarizeTenants: (ids) => directory.summarizeTenants(ctx, ids),
+    listDestinations: (tenantId, filter) => directory.listDestinations(ctx, tenantId, filter),
+    getDestination: (tenantId, id) => directory.getDestination(ctx, tenantId, id),
+    insertDestination: (record) => directory.insertDestination(ctx, record),
+    updateDestination: (record) => directory.updateDestination(ctx, record),
+    deleteDestination: (tenantId, id) => directory.deleteDestination(ctx, tenantId, id),
+    setDestinationDisabled: (tenantId, id, at, now) => directory.setDestinationDisabled(ctx, tenantId, id, at, now),
+    insertEvents: (items) => queue.insertEvents(ctx, items),
+    claimDueDeliveries: (q) => queue.claimDueDeliveries(ctx, q),
+    recordAttempts: (writes) => queue.recordAttempts(ctx, writes),
+    releaseLeases: (owner, ids) => queue.releaseLeases(ctx, owner, ids),
+    holdDeliveries: (ids, cancel) => queue.holdDeliveries(ctx, ids, cancel),
+    requeueDelivery: (t, e, d, now) => queue.requeueDelivery(ctx, t, e, d, now),
+    listEvents: (q) => queue.listEvents(ctx, q),
+    getEvent: (t, e, d) => queue.getEvent(ctx, t, e, d),
+    listAttempts: (t, e) => queue.listAttempts(ctx, t, e),
+  }
+}

@@ -1,0 +1,74 @@
+import type BetterSqlite3 from 'better-sqlite3'
+import { drizzle } from 'drizzle-orm/better-sqlite3'
+import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
+import { loadPeer } from '../destinations/load-peer.js'
+import { migrationsFolder } from './migrations-folder.js'
+import * as schema from './schema/sqlite.js'
+import type { Db, SqlContext, Tables } from './sql-context.js'
+import { createSqlStorage } from './sql-storage.js'
+import type { Storage } from './storage.js'
+
+export interface SqliteOptions {
+  /** A file path, or `:memory:`. */
+  path: string
+  /** `FULL` (default): a returned publish survives power loss. `NORMAL` trades that for speed. */
+  synchronous?: 'FULL' | 'NORMAL'
+  /** How long a statement waits for another process's write lock, ms (default 5000). */
+  busyTimeoutMs?: number
+}
+
+/**
+ * SQLite storage on better-sqlite3: one connection, WAL, one writer.
+ *
+ * @example
+ * const outflow = await createOutflow({ storage: sqlite({ path: './outflow.db' }) })
+ */
+export function sqlite(options: SqliteOptions): () => Promise<Storage> {
+  return async () => {
+    const { default: Database } = await loadPeer<{ default: typeof BetterSqlite3 }>('better-sqlite3')
+    const client = new Database(options.path)
+    if (options.path !== ':memory:') client.pragma('journal_mode = WAL')
+    client.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`)
+    client.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+    const db = drizzle({ client, schema })
+    return createSqlStorage(sqliteContext(client, db as unknown as Db), {
+      async migrate() {
+        migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
+      },
+      async close() {
+        client.close()
+      },
+    })
+  }
+}
+
+/**
+ * better-sqlite3 runs each statement synchronously on one connection, so async transaction bodies
+ * are safe only if nothing else touches the connection meanwhile: every call goes through one mutex
+ * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT.
+ */
+function sqliteContext(client: BetterSqlite3.Database, db: Db): SqlContext {
+  let tail: Promise<unknown> = Promise.resolve()
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const result = tail.then(fn)
+    tail = result.catch(() => undefined)
+    return result
+  }
+  return {
+    dialect: 'sqlite',
+    tables: schema as unknown as Tables,
+    run: (fn) => exclusive(() => fn(db)),
+    transaction: (fn) =>
+      exclusive(async () => {
+        client.exec('BEGIN IMMEDIATE')
+        try {
+          const result = await fn(db)
+          client.exec('COMMIT')
+          return result
+        } catch (err) {
+          if (client.inTransaction) client.exec('ROLLBACK')
+          throw err
+        }
+      }),
+  }
+}

@@ -1,0 +1,299 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AttemptWrite, DestinationRecord, EventRecord, Storage } from '../src/storage/storage.js'
+import { storageKinds } from './support/storages.js'
+import { postgres } from '../src/storage/postgres.js'
+import { createTestDatabase } from './support/services.js'
+
+const t0 = new Date('2026-01-01T00:00:00.000Z')
+const at = (ms: number) => new Date(t0.getTime() + ms)
+
+function destination(tenant_id: string, id: string, extra: Partial<DestinationRecord> = {}): DestinationRecord {
+  return {
+    tenant_id,
+    id,
+    type: 'webhook',
+    topics: ['order.created'],
+    filter: null,
+    config: { url: 'https://example.com/hook' },
+    credentials: '{"secret":"s"}',
+    delivery_metadata: null,
+    metadata: null,
+    disabled_at: null,
+    created_at: t0,
+    updated_at: t0,
+    consecutive_failures: 0,
+    ...extra,
+  }
+}
+
+function event(tenant_id: string, id: string, timeMs = 0): EventRecord {
+  return { tenant_id, id, topic: 'order.created', time: at(timeMs), data: { id }, metadata: { k: 'v' }, eligible_for_retry: true, created_at: at(timeMs) }
+}
+
+function attempted(tenant: string, deliveryId: string, eventId: string, destinationId: string, ok: boolean, ms: number): AttemptWrite {
+  return {
+    attempt: {
+      id: `att_${deliveryId}_${ms}`,
+      tenant_id: tenant,
+      event_id: eventId,
+      destination_id: destinationId,
+      delivery_id: deliveryId,
+      attempt_number: 1,
+      manual: false,
+      status: ok ? 'success' : 'failed',
+      response_status_code: ok ? 200 : 500,
+      response_body: 'x',
+      response_headers: { a: 'b' },
+      error: ok ? null : 'HTTP 500',
+      error_kind: ok ? null : 'unknown',
+      duration_ms: 3,
+      delivered_at: at(ms),
+    },
+    delivery: { id: deliveryId, status: ok ? 'success' : 'pending', next_attempt_at: ok ? null : at(ms + 1000), successful_at: ok ? at(ms) : null },
+  }
+}
+
+for (const kind of storageKinds()) {
+  describe.runIf(kind.available)(`storage: ${kind.name}`, () => {
+    let s: Storage
+    beforeAll(async () => {
+      s = await kind.open()
+    })
+    afterAll(() => kind.cleanup())
+
+    describe('tenants', () => {
+      it('creates, then updates, keeping metadata when none is given', async () => {
+        const a = await s.upsertTenant('t-up', { plan: 'pro' }, t0)
+        expect(a.created).toBe(true)
+        expect(a.tenant.metadata).toEqual({ plan: 'pro' })
+        const b = await s.upsertTenant('t-up', undefined, at(5))
+        expect(b.created).toBe(false)
+        expect(b.tenant.metadata).toEqual({ plan: 'pro' })
+        expect(b.tenant.created_at.getTime()).toBe(t0.getTime())
+        expect(b.tenant.updated_at.getTime()).toBe(at(5).getTime())
+        const c = await s.upsertTenant('t-up', { plan: 'free' }, at(6))
+        expect(c.tenant.metadata).toEqual({ plan: 'free' })
+        expect((await s.getTenant('t-up'))?.metadata).toEqual({ plan: 'free' })
+        expect(await s.getTenant('nope')).toBeNull()
+      })
+
+      it('pages by (created_at, id) in both directions without gaps or duplicates', async () => {
+        for (let i = 0; i < 7; i++) await s.upsertTenant(`p-${i}`, {}, at(100_000 + (i % 3) * 10))
+        const range = { createdGte: at(100_000), createdLte: at(100_100) }
+        const all = await s.listTenants({ dir: 'asc', limit: 100, ...range })
+        expect(all.count).toBe(7)
+        const ids = all.rows.map((r) => r.id)
+        expect(ids).toEqual(['p-0', 'p-3', 'p-6', 'p-1', 'p-4', 'p-2', 'p-5'])
+        const first = await s.listTenants({ dir: 'asc', limit: 3, ...range })
+        expect(first.rows.map((r) => r.id)).toEqual(['p-0', 'p-3', 'p-6', 'p-1']) // limit + 1
+        const last = first.rows[2]!
+        const second = await s.listTenants({ dir: 'asc', limit: 3, after: [last.created_at.getTime(), last.id], ...range })
+        expect(second.rows.map((r) => r.id)).toEqual(['p-1', 'p-4', 'p-2', 'p-5'])
+        const back = await s.listTenants({ dir: 'asc', limit: 3, before: [second.rows[0]!.created_at.getTime(), 'p-1'], ...range })
+        expect(back.rows.map((r) => r.id)).toEqual(['p-0', 'p-3', 'p-6'])
+        const desc = await s.listTenants({ dir: 'desc', limit: 2, ...range })
+        expect(desc.rows.map((r) => r.id)).toEqual(['p-5', 'p-2', 'p-4'])
+        const gte = await s.listTenants({ dir: 'asc', limit: 100, createdGte: at(100_010), createdLte: at(100_010) })
+        expect(gte.rows.map((r) => r.id)).toEqual(['p-1', 'p-4'])
+        expect(gte.count).toBe(2)
+      })
+
+      it('deletes a tenant with its destinations and log, and a re-created id starts empty', async () => {
+        await s.upsertTenant('t-del', {}, t0)
+        await s.insertDestination(destination('t-del', 'd1'))
+        await s.insertEvents([{ event: event('t-del', 'e1'), deliveries: [{ id: 'dlv-del-1', destination_id: 'd1', next_attempt_at: t0 }] }])
+        await s.recordAttempts([attempted('t-del', 'dlv-del-1', 'e1', 'd1', true, 1)])
+        expect(await s.deleteTenant('t-del')).toBe(true)
+        expect(await s.deleteTenant('t-del')).toBe(false)
+        expect(await s.getTenant('t-del')).toBeNull()
+        await s.upsertTenant('t-del', {}, t0)
+        expect(await s.listDestinations('t-del')).toEqual([])
+        expect(await s.listEvents({ dir: 'desc', limit: 10, tenantIds: ['t-del'] })).toEqual([])
+        expect(await s.listAttempts('t-del', 'e1')).toEqual([])
+      })
+
+      it('summarizes destination counts (disabled included) and the sorted union of topics', async () => {
+        await s.upsertTenant('t-sum', {}, t0)
+        await s.insertDestination(destination('t-sum', 'a', { topics: ['b.two', 'a.one'] }))
+        await s.insertDestination(destination('t-sum', 'b', { topics: ['a.one', 'c.three'], disabled_at: t0 }))
+        const m = await s.summarizeTenants(['t-sum', 'ghost'])
+        expect(m.get('t-sum')).toEqual({ destinations_count: 2, topics: ['a.one', 'b.two', 'c.three'] })
+        expect(m.get('ghost')).toEqual({ destinations_count: 0, topics: [] })
+      })
+    })
+
+    describe('destinations', () => {
+      it('inserts, refuses a duplicate id in the same tenant, allows it in another', async () => {
+        await s.upsertTenant('t-d', {}, t0)
+        await s.upsertTenant('t-d2', {}, t0)
+        expect(await s.insertDestination(destination('t-d', 'same'))).toBe(true)
+        expect(await s.insertDestination(destination('t-d', 'same'))).toBe(false)
+        expect(await s.insertDestination(destination('t-d2', 'same'))).toBe(true)
+        const got = await s.getDestination('t-d', 'same')
+        expect(got?.config).toEqual({ url: 'https://example.com/hook' })
+        expect(got?.created_at.getTime()).toBe(t0.getTime())
+        expect(await s.getDestination('t-d', 'missing')).toBeNull()
+      })
+
+      it('lists by type and enabled state, oldest first, and updates every mutable field', async () => {
+        await s.upsertTenant('t-l', {}, t0)
+        await s.insertDestination(destination('t-l', 'w', { created_at: at(1) }))
+        await s.insertDestination(destination('t-l', 'q', { type: 'cloudx_sqs', created_at: at(2) }))
+        await s.insertDestination(destination('t-l', 'off', { created_at: at(3), disabled_at: at(3) }))
+        expect((await s.listDestinations('t-l')).map((d) => d.id)).toEqual(['w', 'q', 'off'])
+        expect((await s.listDestinations('t-l', { types: ['cloudx_sqs'] })).map((d) => d.id)).toEqual(['q'])
+        expect((await s.listDestinations('t-l', { enabledOnly: true })).map((d) => d.id)).toEqual(['w', 'q'])
+        const w = (await s.getDestination('t-l', 'w'))!
+        const changed = { ...w, topics: ['*'], filter: { data: { x: 1 } }, metadata: { m: 1 }, delivery_metadata: { h: 'v' }, updated_at: at(9) }
+        expect(await s.updateDestination(changed)).toBe(true)
+        const after = (await s.getDestination('t-l', 'w'))!
+        expect(after).toMatchObject({ topics: ['*'], filter: { data: { x: 1 } }, metadata: { m: 1 }, delivery_metadata: { h: 'v' } })
+        expect(after.updated_at.getTime()).toBe(at(9).getTime())
+      })
+
+      it('disabling twice keeps the first time; enabling clears it and makes parked deliveries due', async () => {
+        await s.upsertTenant('t-x', {}, t0)
+        await s.insertDestination(destination('t-x', 'd'))
+        await s.insertEvents([{ event: event('t-x', 'e'), deliveries: [{ id: 'dlv-x', destination_id: 'd', next_attempt_at: t0 }] }])
+        const first = await s.setDestinationDisabled('t-x', 'd', at(10), at(10))
+        const again = await s.setDestinationDisabled('t-x', 'd', at(20), at(20))
+        expect(first?.disabled_at?.getTime()).toBe(at(10).getTime())
+        expect(again?.disabled_at?.getTime()).toBe(at(10).getTime())
+        await s.holdDeliveries(['dlv-x'], false)
+        expect(await s.claimDueDeliveries({ owner: 'w', now: at(1e9), leaseUntil: at(2e9), limit: 10 })).toEqual([])
+        const enabled = await s.setDestinationDisabled('t-x', 'd', null, at(30))
+        expect(enabled?.disabled_at).toBeNull()
+        const claimed = await s.claimDueDeliveries({ owner: 'w', now: at(1e9), leaseUntil: at(2e9), limit: 10 })
+        expect(claimed.map((c) => c.id)).toEqual(['dlv-x'])
+        expect(await s.setDestinationDisabled('t-x', 'missing', null, at(1))).toBeNull()
+      })
+
+      it('deleting a destination cancels its pending deliveries', async () => {
+        await s.upsertTenant('t-c', {}, t0)
+        await s.insertDestination(destination('t-c', 'd'))
+        await s.insertEvents([{ event: event('t-c', 'e'), deliveries: [{ id: 'dlv-c', destination_id: 'd', next_attempt_at: t0 }] }])
+        expect(await s.deleteDestination('t-c', 'd')).toBe(true)
+        expect(await s.deleteDestination('t-c', 'd')).toBe(false)
+        const claimed = await s.claimDueDeliveries({ owner: 'w', now: at(1e9), leaseUntil: at(2e9), limit: 100 })
+        expect(claimed.map((c) => c.id)).not.toContain('dlv-c')
+      })
+    })
+
+    describe('events and the delivery queue', () => {
+      it('inserts an event with its deliveries once; a republish is a duplicate naming the same destinations', async () => {
+        await s.upsertTenant('t-e', {}, t0)
+        const item = { event: event('t-e', 'e1'), deliveries: [{ id: 'dlv-e1-a', destination_id: 'a', next_attempt_at: t0 }, { id: 'dlv-e1-b', destination_id: 'b', next_attempt_at: t0 }] }
+        expect(await s.insertEvents([item])).toEqual([{ duplicate: false, destination_ids: ['a', 'b'] }])
+        const again = { ...item, deliveries: [{ id: 'dlv-e1-c', destination_id: 'c', next_attempt_at: t0 }] }
+        const [dup] = await s.insertEvents([again])
+        expect(dup!.duplicate).toBe(true)
+        expect(dup!.destination_ids.sort()).toEqual(['a', 'b'])
+        const twice = await s.insertEvents([{ event: event('t-e', 'e2'), deliveries: [] }, { event: event('t-e', 'e2'), deliveries: [] }])
+        expect(twice.map((r) => r.duplicate)).toEqual([false, true])
+      })
+
+      it('claims due rows once while leased, again after the lease expires, and never rows leased at insert', async () => {
+        await s.upsertTenant('t-q', {}, t0)
+        await s.insertEvents([
+          { event: event('t-q', 'q1'), deliveries: [{ id: 'dlv-q1', destination_id: 'd', next_attempt_at: at(0) }] },
+          { event: event('t-q', 'q2'), deliveries: [{ id: 'dlv-q2', destination_id: 'd', next_attempt_at: at(0), lease_owner: 'fast', lease_until: at(500) }] },
+          { event: event('t-q', 'q3'), deliveries: [{ id: 'dlv-q3', destination_id: 'd', next_attempt_at: at(10_000) }] },
+        ])
+        const mine = (rows: { id: string }[]) => rows.map((r) => r.id).filter((id) => id.startsWith('dlv-q')).sort()
+        const a = await s.claimDueDeliveries({ owner: 'A', now: at(100), leaseUntil: at(1000), limit: 100 })
+        expect(mine(a)).toEqual(['dlv-q1'])
+        expect(a.find((c) => c.id === 'dlv-q1')!.event).toMatchObject({ id: 'q1', topic: 'order.created', data: { id: 'q1' }, metadata: { k: 'v' }, eligible_for_retry: true })
+        expect(mine(await s.claimDueDeliveries({ owner: 'B', now: at(200), leaseUntil: at(1000), limit: 100 }))).toEqual([])
+        // Past both leases (and q3 not due yet): B takes q1 and q2.
+        expect(mine(await s.claimDueDeliveries({ owner: 'B', now: at(2000), leaseUntil: at(9000), limit: 100 }))).toEqual(['dlv-q1', 'dlv-q2'])
+        expect(await s.releaseLeases('B', ['dlv-q1'])).toBe(1)
+        expect(mine(await s.claimDueDeliveries({ owner: 'C', now: at(2001), leaseUntil: at(9000), limit: 100 }))).toEqual(['dlv-q1'])
+      })
+
+      it('records attempts, updates delivery state and failure streaks, and lists attempted pairs only', async () => {
+        await s.upsertTenant('t-r', {}, t0)
+        await s.insertDestination(destination('t-r', 'd1'))
+        await s.insertDestination(destination('t-r', 'd2'))
+        await s.insertEvents([
+          { event: event('t-r', 'r1', 10), deliveries: [{ id: 'dlv-r1-1', destination_id: 'd1', next_attempt_at: t0 }, { id: 'dlv-r1-2', destination_id: 'd2', next_attempt_at: t0 }] },
+          { event: event('t-r', 'r2', 20), deliveries: [{ id: 'dlv-r2-1', destination_id: 'd1', next_attempt_at: t0 }] },
+        ])
+        expect(await s.listEvents({ dir: 'desc', limit: 10, tenantIds: ['t-r'] })).toEqual([])
+        const streaks = await s.recordAttempts([attempted('t-r', 'dlv-r1-1', 'r1', 'd1', false, 100), attempted('t-r', 'dlv-r2-1', 'r2', 'd1', false, 101), attempted('t-r', 'dlv-r1-2', 'r1', 'd2', true, 102)])
+        expect(streaks.sort((a, b) => a.destination_id.localeCompare(b.destination_id))).toEqual([
+          { tenant_id: 't-r', destination_id: 'd1', consecutive_failures: 2 },
+          { tenant_id: 't-r', destination_id: 'd2', consecutive_failures: 0 },
+        ])
+        const more = await s.recordAttempts([attempted('t-r', 'dlv-r1-1', 'r1', 'd1', false, 200)])
+        expect(more[0]!.consecutive_failures).toBe(3)
+        const rows = await s.listEvents({ dir: 'desc', limit: 10, tenantIds: ['t-r'] })
+        expect(rows.map((r) => [r.event_id, r.destination_id])).toEqual([['r2', 'd1'], ['r1', 'd2'], ['r1', 'd1']])
+        expect(rows[1]).toMatchObject({ status: 'success', topic: 'order.created', data: { id: 'r1' } })
+        expect(rows[1]!.successful_at?.getTime()).toBe(at(102).getTime())
+        const failed = await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['t-r'], status: 'failed' })
+        expect(failed.map((r) => [r.event_id, r.destination_id])).toEqual([['r1', 'd1'], ['r2', 'd1']])
+        const byDest = await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['t-r'], destinationIds: ['d2'] })
+        expect(byDest.map((r) => r.event_id)).toEqual(['r1'])
+        const window = await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['t-r'], timeGte: at(15), timeLte: at(25) })
+        expect(window.map((r) => r.event_id)).toEqual(['r2'])
+        const page2 = await s.listEvents({ dir: 'desc', limit: 1, tenantIds: ['t-r'], after: [at(20).getTime(), 'r2', 'd1'] })
+        expect(page2.map((r) => [r.event_id, r.destination_id])).toEqual([['r1', 'd2'], ['r1', 'd1']])
+        // Most recently attempted pair, or the named one.
+        expect((await s.getEvent('t-r', 'r1'))?.destination_id).toBe('d1')
+        expect((await s.getEvent('t-r', 'r1', 'd2'))?.status).toBe('success')
+        expect(await s.getEvent('t-r', 'missing')).toBeNull()
+        expect(await s.getEvent('other-tenant', 'r1')).toBeNull()
+        const attempts = await s.listAttempts('t-r', 'r1')
+        expect(attempts.map((a) => a.delivered_at.getTime())).toEqual([at(200), at(102), at(100)].map((d) => d.getTime()))
+        expect(attempts[1]).toMatchObject({ status: 'success', response_status_code: 200, response_headers: { a: 'b' }, duration_ms: 3 })
+      })
+
+      it('admin listing filters by tenant, topic and destination', async () => {
+        await s.upsertTenant('t-a1', {}, t0)
+        await s.upsertTenant('t-a2', {}, t0)
+        await s.insertEvents([
+          { event: { ...event('t-a1', 'a1', 5), topic: 'x.one' }, deliveries: [{ id: 'dlv-a1', destination_id: 'd', next_attempt_at: t0 }] },
+          { event: { ...event('t-a2', 'a2', 6), topic: 'x.two' }, deliveries: [{ id: 'dlv-a2', destination_id: 'e', next_attempt_at: t0 }] },
+        ])
+        await s.recordAttempts([attempted('t-a1', 'dlv-a1', 'a1', 'd', true, 1), attempted('t-a2', 'dlv-a2', 'a2', 'e', true, 1)])
+        const both = await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['t-a1', 't-a2'] })
+        expect(both.map((r) => r.tenant_id)).toEqual(['t-a1', 't-a2'])
+        expect((await s.listEvents({ dir: 'asc', limit: 10, topics: ['x.two'] })).map((r) => r.event_id)).toEqual(['a2'])
+        expect((await s.listEvents({ dir: 'asc', limit: 10, destinationIds: ['d'], tenantIds: ['t-a1'] })).map((r) => r.event_id)).toEqual(['a1'])
+      })
+
+      it('requeues a delivery for a manual attempt, and cancels held ones for a gone destination', async () => {
+        await s.upsertTenant('t-m', {}, t0)
+        await s.insertEvents([{ event: event('t-m', 'm1'), deliveries: [{ id: 'dlv-m1', destination_id: 'd', next_attempt_at: t0 }] }])
+        await s.recordAttempts([{ ...attempted('t-m', 'dlv-m1', 'm1', 'd', false, 1), delivery: { id: 'dlv-m1', status: 'failed', next_attempt_at: null, successful_at: null } }])
+        expect(await s.requeueDelivery('t-m', 'm1', 'd', at(50))).toBe(true)
+        expect(await s.requeueDelivery('t-m', 'nope', 'd', at(50))).toBe(false)
+        const [c] = (await s.claimDueDeliveries({ owner: 'A', now: at(1e10), leaseUntil: at(2e10), limit: 1000 })).filter((x) => x.id === 'dlv-m1')
+        expect(c).toMatchObject({ manual: true, attempt_count: 1 })
+        await s.holdDeliveries(['dlv-m1'], true)
+        const again = await s.claimDueDeliveries({ owner: 'B', now: at(3e10), leaseUntil: at(4e10), limit: 1000 })
+        expect(again.map((x) => x.id)).not.toContain('dlv-m1')
+      })
+
+      it('migrating again is a no-op', async () => {
+        await s.migrate()
+        expect(await s.getTenant('t-up')).not.toBeNull()
+      })
+    })
+  })
+}
+
+describe.runIf(storageKinds()[2]!.available)('postgres migrations', () => {
+  it('two processes migrating one fresh database at once both succeed (advisory lock)', async () => {
+    const db = await createTestDatabase()
+    try {
+      const [a, b] = await Promise.all([postgres({ url: db.url, max: 2 })(), postgres({ url: db.url, max: 2 })()])
+      await Promise.all([a.migrate(), b.migrate()])
+      await a.upsertTenant('x', {}, t0)
+      expect((await b.getTenant('x'))?.id).toBe('x')
+      await Promise.all([a.close(), b.close()])
+    } finally {
+      await db.drop()
+    }
+  })
+})

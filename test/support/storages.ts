@@ -1,0 +1,59 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { postgres } from '../../src/storage/postgres.js'
+import { sqlite } from '../../src/storage/sqlite.js'
+import type { Storage } from '../../src/storage/storage.js'
+import { createTestDatabase, postgresAvailable } from './services.js'
+
+/** A storage under test: `open()` gives a fresh, migrated, empty one; `cleanup()` removes what it made. */
+export interface StorageKind {
+  name: string
+  available: boolean
+  open(): Promise<Storage>
+  cleanup(): Promise<void>
+}
+
+/** SQLite in memory, SQLite on a file, and Postgres (a fresh database per suite). */
+export function storageKinds(): StorageKind[] {
+  const dirs: string[] = []
+  const dbs: { drop(): Promise<void> }[] = []
+  const opened: Storage[] = []
+  const track = async (s: Storage) => {
+    opened.push(s)
+    await s.migrate()
+    return s
+  }
+  const closeAll = async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close().catch(() => {})))
+  }
+  return [
+    { name: 'sqlite :memory:', available: true, open: async () => track(await sqlite({ path: ':memory:' })()), cleanup: closeAll },
+    {
+      name: 'sqlite file',
+      available: true,
+      open: async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'outflow-'))
+        dirs.push(dir)
+        return track(await sqlite({ path: join(dir, 'outflow.db') })())
+      },
+      cleanup: async () => {
+        await closeAll()
+        for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+      },
+    },
+    {
+      name: 'postgres',
+      available: postgresAvailable,
+      open: async () => {
+        const db = await createTestDatabase()
+        dbs.push(db)
+        return track(await postgres({ url: db.url, max: 4 })())
+      },
+      cleanup: async () => {
+        await closeAll()
+        for (const db of dbs.splice(0)) await db.drop()
+      },
+    },
+  ]
+}
