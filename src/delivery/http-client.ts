@@ -1,0 +1,227 @@
+import type { Readable } from 'node:stream'
+import { Pool } from 'undici'
+import type { AttemptResult, ErrorKind } from '../destinations/types.js'
+import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
+
+/** Response bodies are recorded up to this many bytes (DESIGN §3: 16 KiB). */
+export const RESPONSE_BODY_LIMIT = 16 * 1024
+
+/** Past this many body bytes the socket is closed instead of draining more junk for reuse. */
+const DRAIN_LIMIT = 256 * 1024
+/** Sockets per origin; more concurrent deliveries queue rather than opening unbounded connections. */
+const CONNECTIONS_PER_ORIGIN = 64
+/** Idle pools beyond this many origins are closed, least recently used first. */
+const MAX_POOLS = 512
+
+/** A failed HTTP exchange, classified for the attempt log. */
+export class DeliveryError extends Error {
+  readonly kind: ErrorKind
+
+  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'DeliveryError'
+    this.kind = kind
+  }
+}
+
+/** How outbound HTTP behaves for one engine. */
+export interface HttpClientOptions {
+  /** Allow loopback/private/link-local targets (development and tests only). */
+  allowPrivateNetworks: boolean
+  /** Deadline of the whole exchange (connect, headers and body), ms. */
+  timeoutMs: number
+}
+
+/** What is recorded of a response. */
+export interface HttpResponseSummary {
+  status: number
+  /** Lower-case names; repeated headers joined with `, `. */
+  headers: Record<string, string>
+  /** UTF-8 text, at most `RESPONSE_BODY_LIMIT` bytes. */
+  body: string
+}
+
+/** The request of `sendHttp`. */
+export interface HttpRequestInit {
+  method: 'POST'
+  headers: Record<string, string>
+  body: string
+}
+
+// Keyed by (allowPrivateNetworks, origin) so a guarded pool never shares sockets with an open one.
+const pools = new Map<string, Pool>()
+
+function poolFor(origin: string, allowPrivateNetworks: boolean): Pool {
+  const key = `${allowPrivateNetworks ? 'open' : 'guarded'} ${origin}`
+  const existing = pools.get(key)
+  if (existing && !existing.closed && !existing.destroyed) {
+    // Re-insert so Map order stays least-recently-used first.
+    pools.delete(key)
+    pools.set(key, existing)
+    return existing
+  }
+  const pool = new Pool(origin, {
+    connections: CONNECTIONS_PER_ORIGIN,
+    ...(allowPrivateNetworks ? {} : { connect: { lookup: guardedLookup } }),
+  })
+  pools.set(key, pool)
+  if (pools.size > MAX_POOLS) {
+    const [oldestKey, oldest] = pools.entries().next().value as [string, Pool]
+    pools.delete(oldestKey)
+    void oldest.close().catch(() => undefined)
+  }
+  return pool
+}
+
+/**
+ * Close every pooled connection (engine shutdown). In-flight requests finish first.
+ *
+ * @example
+ * await closeHttpClients()
+ */
+export async function closeHttpClients(): Promise<void> {
+  const all = [...pools.values()]
+  pools.clear()
+  await Promise.all(all.map((pool) => pool.close().catch(() => undefined)))
+}
+
+/** Read up to the limit and drain the rest, so the socket goes back to the pool; huge bodies close it instead. */
+async function readBody(body: Readable): Promise<string> {
+  const chunks: Buffer[] = []
+  let kept = 0
+  let seen = 0
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    seen += chunk.length
+    if (kept < RESPONSE_BODY_LIMIT) {
+      const part = chunk.subarray(0, RESPONSE_BODY_LIMIT - kept)
+      chunks.push(part)
+      kept += part.length
+    }
+    if (seen > DRAIN_LIMIT) break
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const flat: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value
+  }
+  return flat
+}
+
+/** Codes found on an error, its causes and (for happy-eyeballs connects) its aggregated errors. */
+function errorCodes(err: unknown, depth = 0): string[] {
+  if (typeof err !== 'object' || err === null || depth > 4) return []
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown }
+  const own = typeof e.code === 'string' ? [e.code] : []
+  const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => errorCodes(x, depth + 1)) : []
+  return [...own, ...errorCodes(e.cause, depth + 1), ...nested]
+}
+
+const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'])
+
+function toDeliveryError(err: unknown, signal: AbortSignal): DeliveryError {
+  if (err instanceof DeliveryError) return err
+  if (signal.aborted && signal.reason instanceof DeliveryError) return signal.reason
+  const codes = errorCodes(err)
+  const message = err instanceof Error ? err.message : String(err)
+  if (codes.includes(SSRF_ERROR_CODE)) {
+    const ssrf = [err, (err as { cause?: unknown }).cause].find((e) => (e as { code?: unknown })?.code === SSRF_ERROR_CODE)
+    return new DeliveryError('ssrf', ssrf instanceof Error ? ssrf.message : message, { cause: err })
+  }
+  if (codes.some((code) => timeoutCodes.has(code))) return new DeliveryError('timeout', message, { cause: err })
+  const code = codes[0]
+  return new DeliveryError('network', code && !message.includes(code) ? `${code}: ${message}` : message, { cause: err })
+}
+
+/**
+ * POST through a pooled keep-alive connection; never follows redirects.
+ * Throws `DeliveryError` with kind `ssrf`, `timeout`, `network` (or `configuration` for an unusable URL).
+ *
+ * @example
+ * const res = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks: false, timeoutMs: 10_000 })
+ */
+export async function sendHttp(url: string, init: HttpRequestInit, options: HttpClientOptions): Promise<HttpResponseSummary> {
+  let target: URL
+  try {
+    target = new URL(url)
+  } catch {
+    throw new DeliveryError('configuration', 'invalid URL')
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new DeliveryError('configuration', `unsupported protocol ${target.protocol}`)
+  if (!options.allowPrivateNetworks) {
+    // Sockets skip DNS lookup for IP literals, so the connect-time guard would never see them: refuse here.
+    // WHATWG URL has already normalised forms like http://2130706433/ and http://0x7f.1/ to dotted quads.
+    const literal = ipLiteral(target.hostname)
+    if (literal !== null && isPrivateAddress(literal)) throw new DeliveryError('ssrf', ssrfError(literal, literal).message)
+  }
+  const controller = new AbortController()
+  const timer = setTimeout(
+    () => controller.abort(new DeliveryError('timeout', `no complete response within ${options.timeoutMs} ms`)),
+    options.timeoutMs,
+  )
+  try {
+    const response = await poolFor(target.origin, options.allowPrivateNetworks).request({
+      path: `${target.pathname}${target.search}`,
+      method: init.method,
+      headers: init.headers,
+      body: init.body,
+      signal: controller.signal,
+    })
+    const body = await readBody(response.body)
+    return { status: response.statusCode, headers: flattenHeaders(response.headers), body }
+  } catch (err) {
+    throw toDeliveryError(err, controller.signal)
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** `Retry-After` as a delay in ms: delta-seconds or an HTTP-date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
+  if (value === undefined) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  const at = Date.parse(trimmed)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+}
+
+function errorKindForStatus(status: number): ErrorKind {
+  if (status === 401 || status === 403) return 'authentication'
+  if (status === 404) return 'not_found'
+  if (status === 429) return 'throttled'
+  if (status >= 300 && status < 500) return 'rejected'
+  return 'unknown'
+}
+
+/**
+ * The attempt result of a response: 2xx succeeds; 410 asks to disable; 429/503 may carry Retry-After.
+ *
+ * @example
+ * httpAttemptResult({ status: 503, headers: { 'retry-after': '120' }, body: '' }) // { ok: false, retry_after_ms: 120000, … }
+ */
+export function httpAttemptResult(response: HttpResponseSummary): AttemptResult {
+  const recorded = { response_status_code: response.status, response_headers: response.headers, response_body: response.body }
+  if (response.status >= 200 && response.status < 300) return { ok: true, ...recorded }
+  const redirect = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : ''
+  const result: AttemptResult = { ok: false, ...recorded, error_kind: errorKindForStatus(response.status), error: `HTTP ${response.status}${redirect}` }
+  if (response.status === 410) result.disable = true
+  if (response.status === 429 || response.status === 503) {
+    const delay = parseRetryAfter(response.headers['retry-after'])
+    if (delay !== undefined) result.retry_after_ms = delay
+  }
+  return result
+}
+
+/**
+ * The attempt result of a failed exchange (no response): the error kind and message, nothing else.
+ *
+ * @example
+ * attemptResultFromError(new DeliveryError('timeout', 'no response within 10000 ms'))
+ */
+export function attemptResultFromError(err: unknown): AttemptResult {
+  const kind: ErrorKind = err instanceof DeliveryError ? err.kind : 'unknown'
+  const message = err instanceof Error ? err.message : String(err)
+  return { ok: false, response_status_code: null, response_headers: null, response_body: null, error_kind: kind, error: message }
+}

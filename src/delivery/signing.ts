@@ -1,0 +1,41 @@
+import { createHmac, randomBytes } from 'node:crypto'
+
+/** Prefix of Standard Webhooks secrets. */
+export const WEBHOOK_SECRET_PREFIX = 'whsec_'
+
+/**
+ * A new Standard Webhooks secret: `whsec_` + base64 of 32 random bytes.
+ *
+ * @example
+ * generateWebhookSecret() // 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw…'
+ */
+export function generateWebhookSecret(): string {
+  return WEBHOOK_SECRET_PREFIX + randomBytes(32).toString('base64')
+}
+
+/** The HMAC key of a secret: the base64-decoded part after `whsec_` (the prefix is optional, as in the reference libraries). */
+export function webhookSecretKey(secret: string): Buffer {
+  const encoded = secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret
+  return Buffer.from(encoded, 'base64')
+}
+
+/**
+ * One Standard Webhooks signature: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
+ *
+ * @example
+ * signWebhook(secret, 'evt_1', 1700000000, '{"a":1}') // 'v1,K5oZ…='
+ */
+export function signWebhook(secret: string, msgId: string, timestampSeconds: number, body: string): string {
+  const mac = createHmac('sha256', webhookSecretKey(secret)).update(`${msgId}.${timestampSeconds}.${body}`).digest('base64')
+  return `v1,${mac}`
+}
+
+/**
+ * The `webhook-signature` header value: one signature per active secret, space-separated (rotation).
+ *
+ * @example
+ * webhookSignatureHeader([current, previous], 'evt_1', ts, body) // 'v1,abc= v1,def='
+ */
+export function webhookSignatureHeader(secrets: readonly string[], msgId: string, timestampSeconds: number, body: string): string {
+  return secrets.map((secret) => signWebhook(secret, msgId, timestampSeconds, body)).join(' ')
+}

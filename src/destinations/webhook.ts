@@ -1,0 +1,314 @@
+import * as v from 'valibot'
+import { attemptResultFromError, httpAttemptResult, sendHttp } from '../delivery/http-client.js'
+import { generateWebhookSecret, webhookSignatureHeader } from '../delivery/signing.js'
+import type { AttemptResult, CredentialsInput, DeliveryMessage, DestinationTypeDefinition, FieldSpec, Publisher } from './types.js'
+
+/** How long a rotated-out secret keeps signing when no `previous_secret_invalid_at` is given. */
+const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000
+
+/** RFC 7230 `token`: what a header name may be. */
+const headerTokenPattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+/** A header value undici will send: no control characters besides tab, nothing outside Latin-1. */
+const headerValuePattern = /^[\t\x20-\x7e\x80-\xff]*$/
+/** Set by Outflow itself (signature, framing) or refused by the HTTP client, so never taken from custom_headers. */
+const reservedHeaders = new Set([
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+  'content-type',
+  'content-length',
+  'host',
+  'user-agent',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'te',
+  'trailer',
+])
+
+/** `whsec_` + base64 of 24–64 bytes, the range Standard Webhooks recommends. */
+function secretProblem(secret: string): string | null {
+  const match = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/.exec(secret)
+  if (!match?.[1]) return 'must be "whsec_" followed by base64'
+  const bytes = Buffer.from(match[1], 'base64').length
+  return bytes < 24 || bytes > 64 ? 'must encode between 24 and 64 bytes' : null
+}
+
+const SecretSchema = v.pipe(
+  v.string('must be a string'),
+  v.rawCheck(({ dataset, addIssue }) => {
+    const problem = dataset.typed ? secretProblem(dataset.value) : null
+    if (problem) addIssue({ message: problem })
+  }),
+)
+
+const rfc3339Pattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
+
+function urlProblem(text: string): string | null {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return 'must be a valid URL'
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL'
+  if (!url.hostname) return 'must name a host'
+  // config is returned unmasked, so a password in the URL would leak; headers are the place for auth.
+  if (url.username || url.password) return 'must not contain a user name or password: use custom_headers'
+  return null
+}
+
+const ConfigSchema = v.strictObject(
+  {
+    url: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'required'),
+      v.maxLength(2048, 'must be at most 2048 characters'),
+      v.rawCheck(({ dataset, addIssue }) => {
+        const problem = dataset.typed ? urlProblem(dataset.value) : null
+        if (problem) addIssue({ message: problem })
+      }),
+    ),
+    custom_headers: v.optional(
+      v.record(
+        v.pipe(
+          v.string(),
+          v.regex(headerTokenPattern, 'is not a valid header name'),
+          v.check((name) => !reservedHeaders.has(name.toLowerCase()), 'is set by Outflow and cannot be overridden'),
+        ),
+        v.pipe(v.string('must be a string'), v.maxLength(8192, 'must be at most 8192 characters'), v.regex(headerValuePattern, 'is not a valid header value')),
+        'must be an object of header names to strings',
+      ),
+    ),
+  },
+  'unexpected field',
+)
+
+const CredentialsSchema = v.strictObject(
+  {
+    secret: v.optional(SecretSchema),
+    previous_secret: v.optional(SecretSchema),
+    previous_secret_invalid_at: v.optional(
+      v.pipe(v.string('must be a string'), v.check((s) => rfc3339Pattern.test(s) && !Number.isNaN(Date.parse(s)), 'must be an RFC 3339 date-time')),
+    ),
+    rotate_secret: v.optional(v.boolean('must be a boolean')),
+  },
+  'unexpected field',
+)
+
+type WebhookConfig = v.InferOutput<typeof ConfigSchema>
+type WebhookCredentials = v.InferOutput<typeof CredentialsSchema>
+
+const configFields: FieldSpec[] = [
+  {
+    key: 'url',
+    type: 'text',
+    label: 'URL',
+    description: 'The http:// or https:// endpoint that receives a POST for every event. Private and loopback addresses are refused unless the engine allows them.',
+    required: true,
+    sensitive: false,
+    pattern: '^https?://.+',
+    maxlength: 2048,
+  },
+  {
+    key: 'custom_headers',
+    type: 'key_value_map',
+    label: 'Custom headers',
+    description: 'Extra HTTP headers sent with every delivery, e.g. an Authorization token. The webhook-*, content-type, content-length, host and user-agent headers are set by Outflow.',
+    required: false,
+    sensitive: false,
+  },
+]
+
+const credentialFields: FieldSpec[] = [
+  {
+    key: 'secret',
+    type: 'text',
+    label: 'Signing secret',
+    description: 'Standard Webhooks signing secret ("whsec_" + base64). Generated when left empty.',
+    required: false,
+    sensitive: true,
+    pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
+  },
+  {
+    key: 'previous_secret',
+    type: 'text',
+    label: 'Previous secret',
+    description: 'The secret before the last rotation. Deliveries are also signed with it until previous_secret_invalid_at.',
+    required: false,
+    sensitive: true,
+    pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
+  },
+  {
+    key: 'previous_secret_invalid_at',
+    type: 'text',
+    label: 'Previous secret valid until',
+    description: 'RFC 3339 time after which the previous secret no longer signs deliveries. Defaults to 24 hours after a rotation.',
+    required: false,
+    sensitive: false,
+  },
+  {
+    key: 'rotate_secret',
+    type: 'checkbox',
+    label: 'Rotate secret',
+    description: 'On update: generate a new secret (or use the one given) and keep the current one as the previous secret for a grace period.',
+    required: false,
+    sensitive: false,
+    default: false,
+  },
+]
+
+const icon =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d="M18 16.98h-5.99c-1.1 0-1.95.94-2.48 1.9A4 4 0 0 1 2 17c.01-.7.2-1.4.57-2"/><path d="m6 17 3.13-5.78c.53-.97.1-2.18-.5-3.1a4 4 0 1 1 6.89-4.06"/><path d="m12 6 3.13 5.73C15.66 12.7 16.9 13 18 13a4 4 0 0 1 0 8"/></svg>'
+
+const instructions = `## Receive events over HTTPS
+
+Outflow sends an HTTP \`POST\` to your URL for every matching event. The body is the event's \`data\` as JSON.
+Answer with any **2xx** status within the timeout (10 s by default) to acknowledge it; do slow work after answering.
+
+| Header | Meaning |
+| --- | --- |
+| \`webhook-id\` | The event id. It stays the same on retries: use it to drop duplicates. |
+| \`webhook-timestamp\` | Unix time (seconds) of this attempt. |
+| \`webhook-signature\` | \`v1,<signature>\`, space-separated when several secrets are active. |
+| \`x-outflow-<key>\` | Event metadata, e.g. \`x-outflow-topic\`, \`x-outflow-event-id\`. |
+
+Any other status, a timeout or a network error is retried later with backoff. \`410 Gone\` disables the
+destination. With \`429\` or \`503\`, a \`Retry-After\` header (seconds or HTTP date) sets when we try again.
+Redirects are not followed: give the final URL.
+
+## Verify the signature
+
+Signatures follow [Standard Webhooks](https://www.standardwebhooks.com). Verify them against the **raw** body,
+before parsing it, with an official library:
+
+\`\`\`js
+import { Webhook } from 'standardwebhooks'
+
+const wh = new Webhook(process.env.WEBHOOK_SECRET) // "whsec_…", shown on the destination
+app.post('/webhooks', express.raw({ type: 'application/json' }), (req, res) => {
+  const event = wh.verify(req.body, req.headers) // throws when the signature or timestamp is wrong
+  res.sendStatus(204)
+})
+\`\`\`
+
+Or by hand: base64-decode the secret after \`whsec_\`, compute HMAC-SHA256 of
+\`<webhook-id>.<webhook-timestamp>.<raw body>\`, base64-encode it and compare it in constant time with each
+\`v1,\` entry of \`webhook-signature\`. Reject timestamps more than 5 minutes away from your clock.
+
+## Rotate the secret
+
+Update the destination with \`credentials: { "rotate_secret": true }\`. A new secret is generated and the old
+one keeps signing (a second signature) for 24 hours, or until \`previous_secret_invalid_at\`, so you can
+deploy the new secret without dropping events.
+`
+
+function isoString(value: unknown): string | undefined {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : value.toISOString()
+  if (typeof value !== 'string') return undefined
+  const time = Date.parse(value)
+  return Number.isNaN(time) ? undefined : new Date(time).toISOString()
+}
+
+/** Generate a secret when absent; on `rotate_secret`, keep the old secret signing for a grace period. */
+function prepareCredentials({ credentials, previous, now }: CredentialsInput): Record<string, unknown> {
+  const { rotate_secret: rotate, ...input } = credentials as WebhookCredentials
+  const stored: Record<string, unknown> = { ...input }
+  const oldSecret = typeof previous?.secret === 'string' ? previous.secret : undefined
+  const defaultInvalidAt = new Date(now.getTime() + ROTATION_GRACE_MS).toISOString()
+  if (rotate === true && oldSecret !== undefined) {
+    // After a merge patch the input still carries the stored values; only a changed value was given by the caller.
+    const givenSecret = input.secret !== oldSecret ? input.secret : undefined
+    const givenInvalidAt = isoString(input.previous_secret_invalid_at)
+    const keptInvalidAt = isoString(previous?.previous_secret_invalid_at)
+    stored.secret = givenSecret ?? generateWebhookSecret()
+    stored.previous_secret = oldSecret
+    stored.previous_secret_invalid_at = givenInvalidAt !== undefined && givenInvalidAt !== keptInvalidAt ? givenInvalidAt : defaultInvalidAt
+    return stored
+  }
+  stored.secret ??= generateWebhookSecret()
+  if (stored.previous_secret === undefined) delete stored.previous_secret_invalid_at
+  else stored.previous_secret_invalid_at = isoString(stored.previous_secret_invalid_at) ?? defaultInvalidAt
+  return stored
+}
+
+/** The secrets that sign now: the current one, plus the previous one until it expires. */
+function activeSecrets(credentials: Record<string, unknown>, now: number): string[] {
+  const secrets = typeof credentials.secret === 'string' ? [credentials.secret] : []
+  const expires = typeof credentials.previous_secret_invalid_at === 'string' ? Date.parse(credentials.previous_secret_invalid_at) : Number.NaN
+  if (typeof credentials.previous_secret === 'string' && expires > now) secrets.push(credentials.previous_secret)
+  return secrets
+}
+
+/** Metadata as `x-outflow-<key>` headers; keys or values HTTP cannot carry are left out rather than failing the delivery. */
+function metadataHeaders(metadata: Record<string, string>): Record<string, string> {
+  const headers: Record<string, string> = {}
+  for (const [key, value] of Object.entries(metadata)) {
+    if (headerTokenPattern.test(key) && typeof value === 'string' && headerValuePattern.test(value)) headers[`x-outflow-${key.toLowerCase()}`] = value
+  }
+  return headers
+}
+
+function lowerCaseKeys(headers: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
+}
+
+/** The `webhook` destination type: a signed HTTP POST per event (Standard Webhooks). */
+export const webhook: DestinationTypeDefinition = {
+  type: 'webhook',
+  label: 'Webhook',
+  description: 'Send events as signed HTTP POST requests (Standard Webhooks) to an endpoint you run.',
+  icon,
+  instructions,
+  config_fields: configFields,
+  credential_fields: credentialFields,
+  configSchema: ConfigSchema,
+  credentialsSchema: CredentialsSchema,
+  configRequired: true,
+  credentialsRequired: false,
+  revealedCredentials: ['secret', 'previous_secret'],
+  prepareCredentials,
+  target(config) {
+    try {
+      return new URL(String(config.url)).host
+    } catch {
+      return undefined
+    }
+  },
+  targetUrl(config) {
+    return typeof config.url === 'string' ? config.url : undefined
+  },
+  async createPublisher(destination, context): Promise<Publisher> {
+    const config = destination.config as WebhookConfig
+    const customHeaders = lowerCaseKeys(config.custom_headers)
+    const credentials = destination.credentials
+    return {
+      async publish(message: DeliveryMessage): Promise<AttemptResult> {
+        const secrets = activeSecrets(credentials, Date.now())
+        if (secrets.length === 0) return { ok: false, error_kind: 'configuration', error: 'the webhook has no signing secret' }
+        const body = JSON.stringify(message.data ?? null)
+        const timestamp = Math.floor(Date.now() / 1000)
+        // Outflow's own headers come last so nothing else can replace the signature or framing.
+        const headers = {
+          ...customHeaders,
+          ...metadataHeaders(message.metadata),
+          'content-type': 'application/json',
+          'user-agent': context.userAgent,
+          'webhook-id': message.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': webhookSignatureHeader(secrets, message.id, timestamp, body),
+        }
+        try {
+          const response = await sendHttp(config.url, { method: 'POST', headers, body }, context)
+          return httpAttemptResult(response)
+        } catch (err) {
+          return attemptResultFromError(err)
+        }
+      },
+      // Connections are pooled per origin and shared by every destination (closeHttpClients at shutdown).
+      async close() {},
+    }
+  },
+}
