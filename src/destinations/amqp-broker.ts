@@ -1,0 +1,355 @@
+import type * as Amqp from 'amqplib'
+import * as v from 'valibot'
+import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE } from '../delivery/ssrf.js'
+import { loadPeer } from './load-peer.js'
+import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+
+/** Where to connect, parsed from `server_url` + `tls` (credentials are kept apart so they never reach a URL). */
+interface BrokerAddress {
+  protocol: 'amqp' | 'amqps'
+  hostname: string
+  port: number
+  vhost: string
+}
+
+const hostPortPattern = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/
+
+/** Parse `server_url`; returns an error message instead of throwing so the schema can report it. */
+function parseServerUrl(serverUrl: string, tls = false): BrokerAddress | string {
+  const text = serverUrl.trim()
+  if (!/^amqps?:\/\//i.test(text)) {
+    const match = hostPortPattern.exec(text)
+    if (!match) return 'must be "host:port" or an amqp:// or amqps:// URL'
+    const protocol = tls ? 'amqps' : 'amqp'
+    const port = match[2] === undefined ? (tls ? 5671 : 5672) : Number(match[2])
+    if (port < 1 || port > 65535) return 'port must be between 1 and 65535'
+    return { protocol, hostname: match[1]!.replace(/^\[|\]$/g, ''), port, vhost: '/' }
+  }
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return 'must be "host:port" or an amqp:// or amqps:// URL'
+  }
+  if (!url.hostname) return 'must name a host'
+  // config is returned unmasked; credentials belong in the masked `credentials` object.
+  if (url.username || url.password) return 'must not contain a user name or password: put them in credentials'
+  if (url.search || url.hash) return 'must not contain query parameters or a fragment'
+  const path = url.pathname.replace(/^\//, '')
+  if (path.includes('/')) return 'the virtual host must be one path segment (encode "/" as %2F)'
+  const protocol = url.protocol === 'amqps:' || tls ? 'amqps' : 'amqp'
+  const port = url.port ? Number(url.port) : protocol === 'amqps' ? 5671 : 5672
+  return { protocol, hostname: url.hostname.replace(/^\[|\]$/g, ''), port, vhost: path === '' ? '/' : decodeURIComponent(path) }
+}
+
+const ConfigSchema = v.strictObject(
+  {
+    server_url: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'required'),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return
+        const parsed = parseServerUrl(dataset.value)
+        if (typeof parsed === 'string') addIssue({ message: parsed })
+      }),
+    ),
+    exchange: v.optional(v.pipe(v.string('must be a string'), v.maxLength(255, 'must be at most 255 characters'))),
+    routing_key: v.optional(v.pipe(v.string('must be a string'), v.maxLength(255, 'must be at most 255 characters'))),
+    tls: v.optional(v.boolean('must be a boolean')),
+  },
+  'unexpected field',
+)
+
+const CredentialsSchema = v.strictObject(
+  {
+    username: v.pipe(v.string('must be a string'), v.minLength(1, 'required')),
+    password: v.pipe(v.string('must be a string'), v.minLength(1, 'required')),
+  },
+  'unexpected field',
+)
+
+type AmqpConfig = v.InferOutput<typeof ConfigSchema>
+type AmqpCredentials = v.InferOutput<typeof CredentialsSchema>
+
+const configFields: FieldSpec[] = [
+  {
+    key: 'server_url',
+    type: 'text',
+    label: 'Server URL',
+    description: 'The broker address: "host:port" or an amqp:// / amqps:// URL, optionally with a virtual host path (amqp://host:5672/vhost). No credentials here.',
+    required: true,
+    sensitive: false,
+    pattern: '^((amqps?://)[^\\s@?#]+|(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+)(:\\d{1,5})?)$',
+  },
+  {
+    key: 'exchange',
+    type: 'text',
+    label: 'Exchange',
+    description: 'The exchange to publish to. It must already exist: Outflow does not declare it. Empty or absent means the default exchange, which routes to the queue named by the routing key.',
+    required: false,
+    sensitive: false,
+    default: '',
+    maxlength: 255,
+  },
+  {
+    key: 'routing_key',
+    type: 'text',
+    label: 'Routing key',
+    description: 'The routing key of every message. Empty or absent means the event topic.',
+    required: false,
+    sensitive: false,
+    maxlength: 255,
+  },
+  {
+    key: 'tls',
+    type: 'checkbox',
+    label: 'Use TLS',
+    description: 'Connect with TLS (amqps). An amqps:// server URL uses TLS whatever this says.',
+    required: false,
+    sensitive: false,
+    default: false,
+  },
+]
+
+const credentialFields: FieldSpec[] = [
+  { key: 'username', type: 'text', label: 'Username', description: 'The broker user Outflow logs in as. It needs write permission on the exchange.', required: true, sensitive: false, minlength: 1 },
+  { key: 'password', type: 'text', label: 'Password', description: 'The password of that user.', required: true, sensitive: true, minlength: 1 },
+]
+
+const instructions = `## Deliver events to RabbitMQ (AMQP 0-9-1)
+
+1. Pick or create the **exchange** that should receive the events (or leave it empty to use the
+   default exchange, which routes straight to the queue named by the routing key). Outflow never
+   declares exchanges or queues: create them, and their bindings, on the broker first.
+2. Create a broker user for Outflow with *write* permission on that exchange in its virtual host.
+3. Enter the **server URL** (\`rabbit.example.com:5672\`, or \`amqps://rabbit.example.com/my-vhost\`),
+   the exchange, and optionally a fixed **routing key** (by default each message is routed by its
+   event topic, e.g. \`order.created\`).
+4. Enter the user name and password.
+
+Each event is published as a persistent message with publisher confirms: the body is the event
+\`data\` as JSON (\`content-type: application/json\`), \`message-id\` is the event id, \`type\` the topic,
+and the event metadata (\`event-id\`, \`topic\`, \`timestamp\`, …) is sent as message headers.
+An attempt succeeds once the broker confirms the message.`
+
+const icon =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linecap="round" stroke-linejoin="round"><rect x="3" y="3" width="7" height="18" rx="1"/><rect x="14" y="12" width="7" height="9" rx="1"/><path d="M10 12h4M14 3h7v6h-7z"/></svg>'
+
+/** The AMQP close codes and socket errors we can name; everything else is 'unknown'. */
+function classifyAmqpError(err: unknown): { kind: ErrorKind; prefix: string } {
+  const e = err as { code?: unknown; message?: unknown }
+  const message = typeof e?.message === 'string' ? e.message : String(err)
+  const code = e?.code
+  if (code === SSRF_ERROR_CODE) return { kind: 'ssrf', prefix: 'blocked' }
+  if (code === 403 || /ACCESS[_-]REFUSED/.test(message)) return { kind: 'authentication', prefix: 'authentication failed' }
+  if (code === 404 || /NOT[_-]FOUND/.test(message)) return { kind: 'not_found', prefix: 'not found' }
+  if (code === 530 || /NOT[_-]ALLOWED/.test(message)) {
+    return /not found/i.test(message) ? { kind: 'not_found', prefix: 'virtual host not found' } : { kind: 'authentication', prefix: 'access to the virtual host refused' }
+  }
+  if (/message nacked/.test(message)) return { kind: 'rejected', prefix: 'the broker rejected the message (nack)' }
+  if (code === 406 || /PRECONDITION[_-]FAILED/.test(message)) return { kind: 'rejected', prefix: 'the broker rejected the message' }
+  if (
+    (typeof code === 'string' && /^(E[A-Z]+|ERR_TLS_.*|CERT_.*|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_.*)$/.test(code)) ||
+    code === 320 ||
+    /ETIMEDOUT|Socket closed|closed abruptly|Unexpected close|channel closed|Channel closed|Connection closed|CONNECTION[_-]FORCED|Heartbeat timeout/i.test(message)
+  ) {
+    return { kind: 'network', prefix: 'could not reach the broker' }
+  }
+  return { kind: 'unknown', prefix: 'publish failed' }
+}
+
+/** A failed attempt whose text never contains the password, whatever the library put in it. */
+function failure(err: unknown, password: string, vhost: string): AttemptResult {
+  let text = err instanceof Error ? err.message : String(err)
+  // amqplib loses the reply text when the broker refuses connection.open; RabbitMQ only does that for the vhost.
+  if (/Expected ConnectionOpenOk; got <ConnectionClose/.test(text)) {
+    return { ok: false, error_kind: 'not_found', error: `the broker refused the virtual host "${vhost}": it does not exist or the user has no access to it` }
+  }
+  const { kind, prefix } = classifyAmqpError(err)
+  // Short passwords would mangle ordinary words if replaced; long ones are worth scrubbing defensively.
+  if (password.length >= 4) text = text.split(password).join('****')
+  return { ok: false, error_kind: kind, error: `${prefix}: ${text}` }
+}
+
+class DeadlineError extends Error {}
+
+/** Race `promise` against the attempt timeout. */
+async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineError(`no ${what} within ${ms} ms`)), ms)
+  })
+  try {
+    return await Promise.race([promise, deadline])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** A confirm channel plus the server error that closed it, if any (the confirm callback only says "channel closed"). */
+interface ChannelState {
+  channel: Amqp.ConfirmChannel
+  closedBy?: unknown
+}
+
+/** The routing key of a message: the configured one, else the topic. */
+function routingKeyFor(config: AmqpConfig, message: DeliveryMessage): string {
+  return config.routing_key ? config.routing_key : message.topic
+}
+
+/** `amqp://host:port/vhost`, without credentials. */
+function brokerUrl(address: BrokerAddress): string {
+  const host = address.hostname.includes(':') ? `[${address.hostname}]` : address.hostname
+  return `${address.protocol}://${host}:${address.port}/${address.vhost === '/' ? '' : encodeURIComponent(address.vhost)}`
+}
+
+/** RabbitMQ (AMQP 0-9-1) destinations: publish with confirms to an existing exchange. */
+export const amqpBroker: DestinationTypeDefinition = {
+  type: 'amqp_broker',
+  label: 'RabbitMQ',
+  description: 'Publish events to an exchange of a RabbitMQ (AMQP 0-9-1) broker, with publisher confirms.',
+  icon,
+  instructions,
+  config_fields: configFields,
+  credential_fields: credentialFields,
+  configSchema: ConfigSchema,
+  credentialsSchema: CredentialsSchema,
+  configRequired: true,
+  credentialsRequired: true,
+
+  target(config) {
+    const { exchange, routing_key: routingKey } = config as AmqpConfig
+    if (exchange && routingKey) return `${exchange}/${routingKey}`
+    if (exchange) return exchange
+    if (routingKey) return routingKey
+    const address = parseServerUrl(String(config.server_url ?? ''), config.tls === true)
+    return typeof address === 'string' ? undefined : `${address.hostname}:${address.port}`
+  },
+
+  targetUrl(config) {
+    const address = parseServerUrl(String(config.server_url ?? ''), config.tls === true)
+    return typeof address === 'string' ? undefined : brokerUrl(address)
+  },
+
+  async createPublisher(destination, context): Promise<Publisher> {
+    const config = v.parse(ConfigSchema, destination.config)
+    const credentials: AmqpCredentials = v.parse(CredentialsSchema, destination.credentials)
+    const parsed = parseServerUrl(config.server_url, config.tls === true)
+    if (typeof parsed === 'string') throw new Error(`server_url ${parsed}`)
+    const address: BrokerAddress = parsed
+    const amqp = await loadPeer<typeof Amqp>('amqplib')
+    const exchange = config.exchange ?? ''
+    // An IP literal skips DNS, so the connect-time guard would never see it.
+    const literal = ipLiteral(address.hostname)
+    const refused =
+      !context.allowPrivateNetworks && literal !== null && isPrivateAddress(literal)
+        ? `refusing to connect to a private network address (${literal}); set allowPrivateNetworks to allow it`
+        : undefined
+
+    let connecting: Promise<Amqp.ChannelModel> | undefined
+    let channelling: Promise<ChannelState> | undefined
+    let closed = false
+
+    // One connection per publisher, opened on first use and again after it is lost.
+    function connection(): Promise<Amqp.ChannelModel> {
+      if (connecting) return connecting
+      const current: Promise<Amqp.ChannelModel> = (async () => {
+        const conn = await amqp.connect(
+          { ...address, username: credentials.username, password: credentials.password },
+          {
+            timeout: context.timeoutMs,
+            servername: address.hostname,
+            clientProperties: { connection_name: `outflow ${destination.id}` },
+            // server_url is tenant input: refuse private addresses like webhook URLs, checked after DNS.
+            ...(context.allowPrivateNetworks ? {} : { lookup: guardedLookup }),
+          },
+        )
+        // Without an 'error' listener a dropped connection would crash the host process.
+        conn.on('error', () => {})
+        conn.once('close', () => {
+          if (connecting === current) (connecting = undefined), (channelling = undefined)
+        })
+        return conn
+      })()
+      connecting = current
+      current.catch(() => {
+        if (connecting === current) connecting = undefined
+      })
+      return current
+    }
+
+    // One confirm channel on that connection; a server-closed channel (e.g. missing exchange) is replaced on the next publish.
+    function channel(): Promise<ChannelState> {
+      if (channelling) return channelling
+      const current: Promise<ChannelState> = (async () => {
+        const conn = await connection()
+        const state: ChannelState = { channel: await conn.createConfirmChannel() }
+        state.channel.on('error', (err: unknown) => (state.closedBy = err))
+        state.channel.once('close', () => {
+          if (channelling === current) channelling = undefined
+        })
+        return state
+      })()
+      channelling = current
+      current.catch(() => {
+        if (channelling === current) channelling = undefined
+      })
+      return current
+    }
+
+    function send(state: ChannelState, message: DeliveryMessage): Promise<void> {
+      const body = Buffer.from(JSON.stringify(message.data ?? null))
+      const options: Amqp.Options.Publish = {
+        contentType: 'application/json',
+        messageId: message.id,
+        type: message.topic,
+        timestamp: Math.floor(message.time.getTime() / 1000),
+        headers: message.metadata,
+        persistent: true,
+      }
+      return new Promise<void>((resolve, reject) => {
+        state.channel.publish(exchange, routingKeyFor(config, message), body, options, (err: unknown) => {
+          // A channel closed by the broker reports only "channel closed" here; its 'error' said why.
+          if (err) reject(state.closedBy ?? err)
+          else resolve()
+        })
+      })
+    }
+
+    return {
+      async publish(message) {
+        if (closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
+        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
+        try {
+          let state = await withDeadline(channel(), context.timeoutMs, 'connection to the broker')
+          let confirmed: Promise<void>
+          try {
+            confirmed = send(state, message)
+          } catch {
+            // The channel died before we wrote anything (connection lost between deliveries): reconnect once.
+            channelling = undefined
+            state = await withDeadline(channel(), context.timeoutMs, 'connection to the broker')
+            confirmed = send(state, message)
+          }
+          await withDeadline(confirmed, context.timeoutMs, 'broker confirm')
+          return { ok: true }
+        } catch (err) {
+          if (err instanceof DeadlineError) return { ok: false, error_kind: 'timeout', error: err.message }
+          return failure(err, credentials.password, address.vhost)
+        }
+      },
+
+      async close() {
+        closed = true
+        const pendingChannel = channelling
+        const pendingConnection = connecting
+        channelling = undefined
+        connecting = undefined
+        const state = await pendingChannel?.catch(() => undefined)
+        await state?.channel.close().catch(() => {})
+        const conn = await pendingConnection?.catch(() => undefined)
+        await conn?.close().catch(() => {})
+      },
+    }
+  },
+}

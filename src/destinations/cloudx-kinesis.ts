@@ -1,0 +1,174 @@
+import type * as Kinesis from '@aws-sdk/client-kinesis'
+import type * as SmithyHttp from '@smithy/node-http-handler'
+import * as v from 'valibot'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler, privateEndpointError } from './cloudx-s3.js'
+import { loadPeer } from './load-peer.js'
+import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
+import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+
+/** Kinesis limits a partition key to 256 Unicode characters. */
+const MAX_PARTITION_KEY_CHARS = 256
+
+const streamPattern = '^[a-zA-Z0-9_.-]{1,128}$'
+const regionPattern = '^[a-z0-9]+(-[a-z0-9]+)*$'
+
+const ConfigSchema = v.strictObject(
+  {
+    stream_name: v.pipe(v.string('must be a string'), v.regex(new RegExp(streamPattern), 'must be 1–128 letters, digits, "_", "." or "-"')),
+    region: v.pipe(v.string('must be a string'), v.regex(new RegExp(regionPattern), 'must be a region name such as us-east-1')),
+    endpoint: v.optional(AwsEndpointSchema),
+    partition_key_template: v.optional(TemplateSchema),
+  },
+  'unexpected field',
+)
+
+type KinesisConfig = v.InferOutput<typeof ConfigSchema>
+
+const configFields: FieldSpec[] = [
+  { key: 'stream_name', type: 'text', label: 'Stream name', description: 'The name of an existing data stream.', required: true, sensitive: false, pattern: streamPattern, minlength: 1, maxlength: 128 },
+  { key: 'region', type: 'text', label: 'Region', description: 'The region of the stream, e.g. us-east-1.', required: true, sensitive: false, pattern: regionPattern },
+  {
+    key: 'endpoint',
+    type: 'text',
+    label: 'Endpoint',
+    description: 'The URL of a Kinesis-compatible service or emulator. Leave empty for AWS.',
+    required: false,
+    sensitive: false,
+    pattern: '^https?://.+',
+  },
+  {
+    key: 'partition_key_template',
+    type: 'text',
+    label: 'Partition key template',
+    description:
+      'A JMESPath expression over { id, topic, time, metadata, data } giving the partition key of each record, e.g. data.customer_id (records with one key keep their order). Default: the event id.',
+    required: false,
+    sensitive: false,
+  },
+]
+
+const instructions = `## Deliver events to an Amazon Kinesis data stream
+
+1. Create the data stream (or pick an existing one) and note its **region**.
+2. Create an IAM user or role whose policy allows \`kinesis:PutRecord\` on the stream, and an access
+   key for it. Temporary credentials also need the **session token**. Encrypted streams also need
+   \`kms:GenerateDataKey\` on their key.
+3. Enter the stream name, region and credentials. For a Kinesis-compatible service, also enter its
+   **endpoint** URL.
+4. Optionally set a **partition key template**: a JMESPath expression over
+   \`{ id, topic, time, metadata, data }\` such as \`data.customer_id\`. Records with the same key go to
+   the same shard, in order. By default the event id is used, which spreads records evenly.
+
+Each event becomes one record whose data is the UTF-8 JSON document \`{ "metadata": { … }, "data": … }\`:
+the event metadata (\`event-id\`, \`topic\`, \`timestamp\`, …) and the event \`data\`.`
+
+const icon =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linecap="round"><path d="M3 7c3 0 3-2 6-2s3 2 6 2 3-2 6-2"/><path d="M3 12c3 0 3-2 6-2s3 2 6 2 3-2 6-2"/><path d="M3 17c3 0 3-2 6-2s3 2 6 2 3-2 6-2"/></svg>'
+
+const authenticationErrors = [
+  'UnrecognizedClientException',
+  'InvalidSignatureException',
+  'AccessDeniedException',
+  'ExpiredTokenException',
+  'IncompleteSignatureException',
+  'MissingAuthenticationTokenException',
+  'KMSAccessDeniedException',
+]
+const notFoundErrors = ['ResourceNotFoundException', 'KMSNotFoundException']
+const throttledErrors = ['ProvisionedThroughputExceededException', 'LimitExceededException', 'ThrottlingException', 'KMSThrottlingException']
+
+/** Map an SDK error to an attempt result. Kinesis answers 400 for most faults, so the error name decides first. */
+function kinesisFailure(err: unknown, stream: string): AttemptResult {
+  const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
+  const name = e?.name ?? 'Error'
+  const status = e?.$metadata?.httpStatusCode
+  const codes = awsErrorCodes(err)
+  let kind: ErrorKind = 'unknown'
+  if (codes.includes('ERR_OUTFLOW_SSRF')) kind = 'ssrf'
+  else if (authenticationErrors.includes(name) || status === 401 || status === 403) kind = 'authentication'
+  else if (notFoundErrors.includes(name) || status === 404) kind = 'not_found'
+  else if (throttledErrors.includes(name) || status === 429) kind = 'throttled'
+  else if (name === 'TimeoutError' || name === 'AbortError' || codes.some((c) => c === 'ETIMEDOUT' || c === 'ECONNABORTED')) kind = 'timeout'
+  else if (status === undefined && codes.some((c) => /^E[A-Z]+$/.test(c))) kind = 'network'
+  else if (status !== undefined && status >= 400 && status < 500) kind = 'rejected'
+  const message = e?.message && e.message !== 'UnknownError' ? e.message : `HTTP ${status ?? 'error'}`
+  const detail = kind === 'not_found' && name === 'ResourceNotFoundException' && !message.includes(stream) ? ` (stream ${stream})` : ''
+  return { ok: false, response_status_code: status ?? null, error_kind: kind, error: `${name === 'Error' ? '' : `${name}: `}${message}${detail}` }
+}
+
+/** Kinesis data streams: one record per event, via PutRecord. */
+export const cloudxKinesis: DestinationTypeDefinition = {
+  type: 'cloudx_kinesis',
+  label: 'Amazon Kinesis',
+  description: 'Put each event as a record on an Amazon Kinesis data stream.',
+  icon,
+  instructions,
+  config_fields: configFields,
+  credential_fields: awsCredentialFields('kinesis:PutRecord on the stream'),
+  configSchema: ConfigSchema,
+  credentialsSchema: AwsCredentialsSchema,
+  configRequired: true,
+  credentialsRequired: true,
+
+  target(config) {
+    return typeof config.stream_name === 'string' ? config.stream_name : undefined
+  },
+
+  targetUrl(config) {
+    const { stream_name: stream, region, endpoint } = config as Partial<KinesisConfig>
+    if (!stream) return undefined
+    if (endpoint) return endpoint
+    const r = encodeURIComponent(region ?? 'us-east-1')
+    return `https://${r}.console.aws.amazon.com/kinesis/home?region=${r}#/streams/details/${encodeURIComponent(stream)}/monitoring`
+  },
+
+  async createPublisher(destination, context): Promise<Publisher> {
+    const config: KinesisConfig = v.parse(ConfigSchema, destination.config)
+    const credentials = v.parse(AwsCredentialsSchema, destination.credentials)
+    const sdk = await loadPeer<typeof Kinesis>('@aws-sdk/client-kinesis')
+    const refused = privateEndpointError(config.endpoint, context)
+    // The Kinesis client speaks HTTP/2 by default, which AWS serves but emulators and compatible services
+    // mostly do not; custom endpoints get the SDK's HTTP/1.1 handler (with the private-network guard).
+    const requestHandler = config.endpoint
+      ? new (await loadPeer<typeof SmithyHttp>('@smithy/node-http-handler')).NodeHttpHandler(awsRequestHandler(config.endpoint, context))
+      : { requestTimeout: context.timeoutMs, disableConcurrentStreams: true }
+    const client = new sdk.KinesisClient({
+      region: config.region,
+      credentials: awsCredentials(credentials),
+      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+      // The engine owns the retry schedule; SDK retries would only stretch one attempt past its timeout.
+      maxAttempts: 1,
+      requestHandler,
+    })
+
+    return {
+      async publish(message) {
+        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
+        let partitionKey: string
+        try {
+          partitionKey = config.partition_key_template ? renderTemplate(config.partition_key_template, templateSubject(message)) : message.id
+        } catch (err) {
+          return { ok: false, error_kind: 'configuration', error: `partition_key_template: ${(err as Error).message}` }
+        }
+        if ([...partitionKey].length > MAX_PARTITION_KEY_CHARS) {
+          return { ok: false, error_kind: 'configuration', error: `the partition key is longer than ${MAX_PARTITION_KEY_CHARS} characters` }
+        }
+        const record = JSON.stringify({ metadata: message.metadata, data: message.data ?? null })
+        try {
+          const output = await client.send(
+            new sdk.PutRecordCommand({ StreamName: config.stream_name, PartitionKey: partitionKey, Data: Buffer.from(record, 'utf8') }),
+            { abortSignal: AbortSignal.timeout(context.timeoutMs) },
+          )
+          const receipt = { stream: config.stream_name, partition_key: partitionKey, shard_id: output.ShardId ?? null, sequence_number: output.SequenceNumber ?? null }
+          return { ok: true, response_status_code: output.$metadata.httpStatusCode ?? 200, response_body: JSON.stringify(receipt) }
+        } catch (err) {
+          return kinesisFailure(err, config.stream_name)
+        }
+      },
+
+      async close() {
+        client.destroy()
+      },
+    }
+  },
+}

@@ -1,0 +1,279 @@
+import http from 'node:http'
+import https from 'node:https'
+import type * as S3 from '@aws-sdk/client-s3'
+import * as v from 'valibot'
+import { guardedLookup, ipLiteral, isPrivateAddress } from '../delivery/ssrf.js'
+import { loadPeer } from './load-peer.js'
+import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
+import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher, PublisherContext } from './types.js'
+
+/** Storage classes PutObject accepts (the SDK enum also lists transition-only classes such as FSX_*). */
+export const s3StorageClasses = [
+  'STANDARD',
+  'REDUCED_REDUNDANCY',
+  'STANDARD_IA',
+  'ONEZONE_IA',
+  'INTELLIGENT_TIERING',
+  'GLACIER',
+  'GLACIER_IR',
+  'DEEP_ARCHIVE',
+  'OUTPOSTS',
+  'SNOW',
+  'EXPRESS_ONEZONE',
+] as const
+
+/** S3 object keys are at most 1024 bytes of UTF-8. */
+const MAX_KEY_BYTES = 1024
+
+const bucketPattern = '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$'
+const regionPattern = '^[a-z0-9]+(-[a-z0-9]+)*$'
+
+/** An http(s) endpoint URL of an AWS-compatible service or emulator. */
+export const AwsEndpointSchema = v.pipe(
+  v.string('must be a string'),
+  v.url('must be a URL'),
+  v.check((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL'),
+)
+
+const ConfigSchema = v.strictObject(
+  {
+    bucket: v.pipe(v.string('must be a string'), v.regex(new RegExp(bucketPattern), 'must be a valid bucket name (3–63 lower-case letters, digits, "." and "-")')),
+    region: v.pipe(v.string('must be a string'), v.regex(new RegExp(regionPattern), 'must be a region name such as us-east-1')),
+    key_template: v.optional(TemplateSchema),
+    storage_class: v.optional(v.picklist(s3StorageClasses, `must be one of ${s3StorageClasses.join(', ')}`)),
+    endpoint: v.optional(AwsEndpointSchema),
+  },
+  'unexpected field',
+)
+
+/** AWS static credentials `{ key, secret, session? }`, shared by the cloudx types. */
+export const AwsCredentialsSchema = v.strictObject(
+  {
+    key: v.pipe(v.string('must be a string'), v.minLength(1, 'required')),
+    secret: v.pipe(v.string('must be a string'), v.minLength(1, 'required')),
+    session: v.optional(v.string('must be a string')),
+  },
+  'unexpected field',
+)
+
+type S3Config = v.InferOutput<typeof ConfigSchema>
+type AwsCredentials = v.InferOutput<typeof AwsCredentialsSchema>
+
+const configFields: FieldSpec[] = [
+  { key: 'bucket', type: 'text', label: 'Bucket', description: 'The name of an existing bucket.', required: true, sensitive: false, pattern: bucketPattern, minlength: 3, maxlength: 63 },
+  { key: 'region', type: 'text', label: 'Region', description: 'The region of the bucket, e.g. us-east-1.', required: true, sensitive: false, pattern: regionPattern },
+  {
+    key: 'key_template',
+    type: 'text',
+    label: 'Object key template',
+    description:
+      "A JMESPath expression over { id, topic, time, metadata, data } giving each object's key, e.g. join('/', [topic, id]). Default: <topic>/<time>_<id>.json.",
+    required: false,
+    sensitive: false,
+  },
+  {
+    key: 'storage_class',
+    type: 'text',
+    label: 'Storage class',
+    description: `The storage class of new objects: ${s3StorageClasses.join(', ')}. Default: the bucket's default (STANDARD).`,
+    required: false,
+    sensitive: false,
+    pattern: `^(${s3StorageClasses.join('|')})$`,
+  },
+  {
+    key: 'endpoint',
+    type: 'text',
+    label: 'Endpoint',
+    description: 'The URL of an S3-compatible service (MinIO, R2, an emulator). Path-style addressing is used when set. Leave empty for AWS.',
+    required: false,
+    sensitive: false,
+    pattern: '^https?://.+',
+  },
+]
+
+/** The credential fields of `AwsCredentialsSchema`; `permission` names what the key must be allowed to do. */
+export function awsCredentialFields(permission: string): FieldSpec[] {
+  return [
+    { key: 'key', type: 'text', label: 'Access key ID', description: `The access key ID of an IAM user or role allowed ${permission}.`, required: true, sensitive: false, minlength: 1 },
+    { key: 'secret', type: 'text', label: 'Secret access key', description: 'The secret access key.', required: true, sensitive: true, minlength: 1 },
+    { key: 'session', type: 'text', label: 'Session token', description: 'A session token, for temporary credentials only.', required: false, sensitive: true },
+  ]
+}
+
+/** The SDK `credentials` option of validated credentials. */
+export function awsCredentials(credentials: AwsCredentials): { accessKeyId: string; secretAccessKey: string; sessionToken?: string } {
+  return {
+    accessKeyId: credentials.key,
+    secretAccessKey: credentials.secret,
+    ...(credentials.session ? { sessionToken: credentials.session } : {}),
+  }
+}
+
+const instructions = `## Deliver events to an S3 bucket
+
+1. Create the bucket (or pick an existing one) and note its **region**.
+2. Create an IAM user or role whose policy allows \`s3:PutObject\` on \`arn:aws:s3:::<bucket>/*\`, and an
+   access key for it. Temporary credentials also need the **session token**.
+3. Enter the bucket, region and credentials. For an S3-compatible service, also enter its **endpoint** URL.
+4. Optionally choose a **storage class** and an **object key template**: a JMESPath expression over
+   \`{ id, topic, time, metadata, data }\`, for example \`join('/', [topic, id])\` or
+   \`join('', [data.customer_id, '/', id, '.json'])\`. By default each event is stored as
+   \`<topic>/<time>_<id>.json\`.
+
+Each event becomes one object: the body is the event \`data\` as JSON (\`content-type: application/json\`)
+and the event metadata (\`event-id\`, \`topic\`, \`timestamp\`, …) is stored as object metadata
+(\`x-amz-meta-*\`).`
+
+const icon =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linejoin="round"><path d="M4 6c0-1.7 3.6-3 8-3s8 1.3 8 3l-2 13c0 1.1-2.7 2-6 2s-6-.9-6-2z"/><path d="M4 6c0 1.7 3.6 3 8 3s8-1.3 8-3"/></svg>'
+
+/** The default key, `<topic>/<time ISO>_<id>.json`. */
+function defaultKey(message: DeliveryMessage): string {
+  return `${message.topic}/${message.time.toISOString()}_${message.id}.json`
+}
+
+/**
+ * Object metadata as S3 can carry it: keys become `x-amz-meta-<key>` header names, so characters a
+ * header name cannot hold become "-"; non-ASCII values are RFC 2047 encoded, as S3 itself does.
+ */
+function objectMetadata(metadata: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [key, value] of Object.entries(metadata)) {
+    const name = key.toLowerCase().replace(/[^a-z0-9!#$%&'*+.^_`|~-]/g, '-')
+    out[name] = /^[\x20-\x7e]*$/.test(value) ? value : `=?UTF-8?B?${Buffer.from(value, 'utf8').toString('base64')}?=`
+  }
+  return out
+}
+
+/** SDK request handler options: attempt timeouts, and sockets that refuse private addresses for tenant-supplied endpoints. */
+export function awsRequestHandler(endpoint: string | undefined, context: PublisherContext) {
+  const guarded = endpoint !== undefined && !context.allowPrivateNetworks
+  return {
+    connectionTimeout: context.timeoutMs,
+    requestTimeout: context.timeoutMs,
+    httpAgent: new http.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
+    httpsAgent: new https.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
+  }
+}
+
+/** Why a tenant-supplied endpoint is refused: an IP literal skips DNS, so the connect-time guard never sees it. */
+export function privateEndpointError(endpoint: string | undefined, context: PublisherContext): string | undefined {
+  if (endpoint === undefined || context.allowPrivateNetworks) return undefined
+  const literal = ipLiteral(new URL(endpoint).hostname)
+  return literal !== null && isPrivateAddress(literal) ? `refusing to connect to a private network address (${literal}); set allowPrivateNetworks to allow it` : undefined
+}
+
+/** Codes of an error and its causes (SDK network errors wrap the socket error). */
+export function awsErrorCodes(err: unknown, depth = 0): string[] {
+  if (typeof err !== 'object' || err === null || depth > 4) return []
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown }
+  const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => awsErrorCodes(x, depth + 1)) : []
+  return [...(typeof e.code === 'string' ? [e.code] : []), ...awsErrorCodes(e.cause, depth + 1), ...nested]
+}
+
+/** Map an SDK error (service exception or transport failure) to an attempt result. */
+function s3Failure(err: unknown, bucket: string): AttemptResult {
+  const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
+  const name = e?.name ?? 'Error'
+  const status = e?.$metadata?.httpStatusCode
+  const message = e?.message && e.message !== 'UnknownError' ? e.message : `HTTP ${status ?? 'error'}`
+  const codes = awsErrorCodes(err)
+  let kind: ErrorKind = 'unknown'
+  if (codes.includes('ERR_OUTFLOW_SSRF')) kind = 'ssrf'
+  else if (['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'ExpiredToken', 'InvalidToken', 'TokenRefreshRequired'].includes(name) || status === 401 || status === 403) kind = 'authentication'
+  else if (name === 'NoSuchBucket' || status === 404) kind = 'not_found'
+  else if (['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException'].includes(name) || status === 429 || status === 503) kind = 'throttled'
+  else if (['PermanentRedirect', 'AuthorizationHeaderMalformed', 'IllegalLocationConstraintException'].includes(name) || status === 301) kind = 'configuration'
+  else if (name === 'TimeoutError' || name === 'AbortError' || codes.some((c) => c === 'ETIMEDOUT' || c === 'ECONNABORTED')) kind = 'timeout'
+  else if (status === undefined && codes.some((c) => /^E[A-Z]+$/.test(c))) kind = 'network'
+  else if (status !== undefined && status >= 400 && status < 500) kind = 'rejected'
+  const detail = kind === 'configuration' ? ' (check the region and endpoint)' : kind === 'not_found' ? ` (bucket ${bucket})` : ''
+  return {
+    ok: false,
+    response_status_code: status ?? null,
+    error_kind: kind,
+    error: `${name === 'Error' ? '' : `${name}: `}${message}${detail}`,
+  }
+}
+
+/** Buckets of S3 and S3-compatible services: one object per event, via PutObject. */
+export const cloudxS3: DestinationTypeDefinition = {
+  type: 'cloudx_s3',
+  label: 'Amazon S3',
+  description: 'Store each event as a JSON object in an S3 (or S3-compatible) bucket.',
+  icon,
+  instructions,
+  config_fields: configFields,
+  credential_fields: awsCredentialFields('s3:PutObject on the bucket'),
+  configSchema: ConfigSchema,
+  credentialsSchema: AwsCredentialsSchema,
+  configRequired: true,
+  credentialsRequired: true,
+
+  target(config) {
+    return typeof config.bucket === 'string' ? config.bucket : undefined
+  },
+
+  targetUrl(config) {
+    const { bucket, region, endpoint } = config as Partial<S3Config>
+    if (!bucket) return undefined
+    if (endpoint) return `${endpoint.replace(/\/+$/, '')}/${encodeURIComponent(bucket)}`
+    return `https://s3.console.aws.amazon.com/s3/buckets/${encodeURIComponent(bucket)}?region=${encodeURIComponent(region ?? 'us-east-1')}`
+  },
+
+  async createPublisher(destination, context): Promise<Publisher> {
+    const config: S3Config = v.parse(ConfigSchema, destination.config)
+    const credentials = v.parse(AwsCredentialsSchema, destination.credentials)
+    const sdk = await loadPeer<typeof S3>('@aws-sdk/client-s3')
+    const refused = privateEndpointError(config.endpoint, context)
+    const client = new sdk.S3Client({
+      region: config.region,
+      credentials: awsCredentials(credentials),
+      ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
+      // The engine owns the retry schedule; SDK retries would only stretch one attempt past its timeout.
+      maxAttempts: 1,
+      // Optional CRC checksums are not understood by many S3-compatible services; S3 does not need them.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: awsRequestHandler(config.endpoint, context),
+    })
+
+    return {
+      async publish(message) {
+        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
+        let key: string
+        try {
+          key = config.key_template
+            ? renderTemplate(config.key_template, templateSubject(message))
+            : defaultKey(message)
+        } catch (err) {
+          return { ok: false, error_kind: 'configuration', error: `key_template: ${(err as Error).message}` }
+        }
+        if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
+          return { ok: false, error_kind: 'configuration', error: `the object key is longer than ${MAX_KEY_BYTES} bytes` }
+        }
+        try {
+          const output = await client.send(
+            new sdk.PutObjectCommand({
+              Bucket: config.bucket,
+              Key: key,
+              Body: JSON.stringify(message.data ?? null),
+              ContentType: 'application/json',
+              Metadata: objectMetadata(message.metadata),
+              ...(config.storage_class ? { StorageClass: config.storage_class } : {}),
+            }),
+            { abortSignal: AbortSignal.timeout(context.timeoutMs) },
+          )
+          const receipt = { bucket: config.bucket, key, etag: output.ETag ?? null, version_id: output.VersionId ?? null }
+          return { ok: true, response_status_code: output.$metadata.httpStatusCode ?? 200, response_body: JSON.stringify(receipt) }
+        } catch (err) {
+          return s3Failure(err, config.bucket)
+        }
+      },
+
+      async close() {
+        client.destroy()
+      },
+    }
+  },
+}

@@ -1,0 +1,281 @@
+import { randomUUID } from 'node:crypto'
+import net from 'node:net'
+import amqp from 'amqplib'
+import * as v from 'valibot'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { amqpBroker } from '../../src/destinations/amqp-broker.js'
+import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { amqpAvailable, amqpUrl } from '../support/services.js'
+
+const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5_000, userAgent: 'outflow/test' }
+const broker = new URL(amqpUrl)
+const brokerHostPort = `${broker.hostname}:${broker.port || 5672}`
+const credentials = { username: decodeURIComponent(broker.username || 'guest'), password: decodeURIComponent(broker.password || 'guest') }
+
+function destination(config: Record<string, unknown>, creds: Record<string, unknown> = credentials): PublisherDestination {
+  return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'amqp_broker', config, credentials: creds }
+}
+
+function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
+  const id = `evt_${randomUUID()}`
+  const time = new Date('2025-03-01T12:00:00.000Z')
+  return {
+    id,
+    tenant_id: 'acme',
+    destination_id: 'des_1',
+    topic: 'order.created',
+    time,
+    data: { order: 42, items: ['a', 'b'] },
+    metadata: { 'event-id': id, topic: 'order.created', timestamp: String(time.getTime() / 1000), region: 'eu' },
+    attempt: 1,
+    ...overrides,
+  }
+}
+
+/** A TCP relay in front of the broker, so the test can count and cut the publisher's connections. */
+async function startProxy(): Promise<{ port: number; connections: () => number; open: () => number; cutAll: () => void; close: () => Promise<void> }> {
+  const sockets = new Set<net.Socket>()
+  let count = 0
+  const server = net.createServer((client) => {
+    count++
+    sockets.add(client)
+    const upstream = net.connect({ host: broker.hostname, port: Number(broker.port || 5672) })
+    client.pipe(upstream).pipe(client)
+    const drop = () => (client.destroy(), upstream.destroy(), sockets.delete(client))
+    client.on('error', drop).on('close', drop)
+    upstream.on('error', drop).on('close', drop)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    connections: () => count,
+    open: () => sockets.size,
+    cutAll: () => sockets.forEach((s) => s.destroy()),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}
+
+describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
+  let admin: amqp.ChannelModel
+  let channel: amqp.Channel
+  const exchange = `outflow-test-${randomUUID()}`
+  let queue: string
+
+  beforeAll(async () => {
+    admin = await amqp.connect(amqpUrl)
+    channel = await admin.createChannel()
+    await channel.assertExchange(exchange, 'topic', { durable: false, autoDelete: false })
+    queue = (await channel.assertQueue('', { exclusive: true })).queue
+    await channel.bindQueue(queue, exchange, '#')
+  })
+
+  afterAll(async () => {
+    await channel?.deleteExchange(exchange).catch(() => {})
+    await admin?.close()
+  })
+
+  /** The next message on `name`; the publisher already awaited the broker confirm, so it is enqueued. */
+  async function take(name: string): Promise<amqp.GetMessage> {
+    return vi.waitFor(async () => {
+      const msg = await channel.get(name, { noAck: true })
+      if (!msg) throw new Error(`no message on ${name} yet`)
+      return msg
+    })
+  }
+
+  it('publishes the data as JSON with the metadata as headers, routed by the topic by default', async () => {
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange }), context)
+    const m = message()
+    try {
+      expect(await publisher.publish(m)).toMatchObject({ ok: true })
+    } finally {
+      await publisher.close()
+    }
+    const msg = await take(queue)
+    expect(JSON.parse(msg.content.toString('utf8'))).toEqual(m.data)
+    expect(msg.fields.exchange).toBe(exchange)
+    expect(msg.fields.routingKey).toBe('order.created')
+    expect(msg.properties.headers).toEqual(m.metadata)
+    expect(msg.properties.contentType).toBe('application/json')
+    expect(msg.properties.messageId).toBe(m.id)
+    expect(msg.properties.type).toBe('order.created')
+    expect(msg.properties.timestamp).toBe(m.time.getTime() / 1000)
+    expect(msg.properties.deliveryMode).toBe(2)
+  })
+
+  it('uses an explicit routing_key and accepts an amqp:// server URL with the default vhost', async () => {
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: `amqp://${brokerHostPort}/`, exchange, routing_key: 'orders.all' }), context)
+    try {
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+    } finally {
+      await publisher.close()
+    }
+    expect((await take(queue)).fields.routingKey).toBe('orders.all')
+  })
+
+  it('routes through the default exchange to the queue named by routing_key', async () => {
+    const direct = (await channel.assertQueue('', { exclusive: true })).queue
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange: '', routing_key: direct }), context)
+    const m = message({ data: { direct: true } })
+    try {
+      expect(await publisher.publish(m)).toMatchObject({ ok: true })
+    } finally {
+      await publisher.close()
+    }
+    const msg = await take(direct)
+    expect(msg.fields.exchange).toBe('')
+    expect(JSON.parse(msg.content.toString('utf8'))).toEqual({ direct: true })
+    expect(msg.properties.headers).toEqual(m.metadata)
+  })
+
+  it('reports a wrong password as an authentication failure without revealing the password', async () => {
+    const password = 'definitely-not-the-password'
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange }, { username: credentials.username, password }), context)
+    try {
+      const result = await publisher.publish(message())
+      expect(result.ok).toBe(false)
+      expect(result.error_kind).toBe('authentication')
+      expect(result.error).toMatch(/authentication/i)
+      expect(result.error).not.toContain(password)
+    } finally {
+      await publisher.close()
+    }
+  })
+
+  it('reports a missing exchange as not_found, and keeps doing so on the next publish', async () => {
+    const missing = `outflow-missing-${randomUUID()}`
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange: missing }), context)
+    try {
+      for (let i = 0; i < 2; i++) {
+        const result = await publisher.publish(message())
+        expect(result).toMatchObject({ ok: false, error_kind: 'not_found' })
+        expect(result.error).toContain(missing)
+      }
+    } finally {
+      await publisher.close()
+    }
+  })
+
+  it('reports an unknown virtual host as not_found', async () => {
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: `amqp://${brokerHostPort}/outflow-no-such-vhost`, exchange }), context)
+    try {
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'not_found' })
+      expect(result.error).toContain('outflow-no-such-vhost')
+    } finally {
+      await publisher.close()
+    }
+  })
+
+  it('reports a message the broker nacks as rejected', async () => {
+    const full = (await channel.assertQueue('', { exclusive: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } })).queue
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange: '', routing_key: full }), context)
+    try {
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'rejected' })
+    } finally {
+      await publisher.close()
+    }
+  })
+
+  it('reports an unreachable broker as a network failure', async () => {
+    const closedPort = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as net.AddressInfo
+        s.close(() => resolve(port))
+      })
+    })
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: `127.0.0.1:${closedPort}`, exchange }), context)
+    try {
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+    } finally {
+      await publisher.close()
+    }
+  })
+
+  it('refuses a private broker address unless private networks are allowed', async () => {
+    const guarded = { ...context, allowPrivateNetworks: false }
+    for (const server_url of [brokerHostPort, `localhost:${broker.port || 5672}`]) {
+      const publisher = await amqpBroker.createPublisher(destination({ server_url, exchange }), guarded)
+      try {
+        expect(await publisher.publish(message()), server_url).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      } finally {
+        await publisher.close()
+      }
+    }
+  })
+
+  it('reuses one connection across publishes, reconnects after losing it, and releases it on close()', async () => {
+    const proxy = await startProxy()
+    const publisher = await amqpBroker.createPublisher(destination({ server_url: `127.0.0.1:${proxy.port}`, exchange, routing_key: 'reuse' }), context)
+    try {
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+      expect(proxy.connections()).toBe(1)
+
+      proxy.cutAll()
+      // The loss may only be noticed by the first publish after it; a later one must succeed on a new connection.
+      await vi.waitFor(async () => expect(await publisher.publish(message())).toMatchObject({ ok: true }))
+      expect(proxy.connections()).toBe(2)
+
+      await publisher.close()
+      await vi.waitFor(() => expect(proxy.open()).toBe(0))
+      expect(await publisher.publish(message())).toMatchObject({ ok: false })
+    } finally {
+      await publisher.close()
+      await proxy.close()
+    }
+    while (await channel.get(queue, { noAck: true }));
+  })
+})
+
+describe('amqp_broker schemas', () => {
+  const parseConfig = (config: unknown) => v.safeParse(amqpBroker.configSchema, config)
+  const parseCredentials = (creds: unknown) => v.safeParse(amqpBroker.credentialsSchema, creds)
+
+  it('accepts host:port and amqp(s) URLs with a vhost', () => {
+    for (const server_url of ['rabbit.example.com:5672', '127.0.0.1:5672', '[::1]:5672', 'amqp://rabbit.example.com', 'amqps://rabbit.example.com:5671/prod', 'amqp://h/%2F']) {
+      expect(parseConfig({ server_url }).success, server_url).toBe(true)
+    }
+    expect(parseConfig({ server_url: 'h:5672', exchange: '', routing_key: 'k', tls: true }).success).toBe(true)
+  })
+
+  it('rejects other schemes, credentials in the URL, unexpected fields and a missing server_url', () => {
+    for (const config of [
+      { server_url: 'http://rabbit.example.com' },
+      { server_url: 'amqp://guest:guest@rabbit.example.com' },
+      { server_url: 'amqp://h/a/b' },
+      { server_url: 'h:99999' },
+      { server_url: 'h:5672', durable: true },
+      { server_url: 'h:5672', tls: 'yes' },
+      { exchange: 'x' },
+    ]) {
+      expect(parseConfig(config).success, JSON.stringify(config)).toBe(false)
+    }
+  })
+
+  it('requires username and password and nothing else', () => {
+    expect(parseCredentials({ username: 'u', password: 'p' }).success).toBe(true)
+    expect(parseCredentials({ username: 'u' }).success).toBe(false)
+    expect(parseCredentials({ username: 'u', password: 'p', vhost: '/' }).success).toBe(false)
+  })
+
+  it('describes every accepted field and marks the password sensitive', () => {
+    expect(amqpBroker.config_fields.map((f) => f.key)).toEqual(['server_url', 'exchange', 'routing_key', 'tls'])
+    expect(amqpBroker.credential_fields.map((f) => [f.key, f.sensitive])).toEqual([
+      ['username', false],
+      ['password', true],
+    ])
+    for (const url of ['rabbit.example.com:5672', 'amqps://rabbit.example.com/prod']) {
+      expect(new RegExp(amqpBroker.config_fields[0]!.pattern!).test(url)).toBe(true)
+    }
+  })
+
+  it('shows exchange/routing_key as the target and a credential-free broker URL', () => {
+    expect(amqpBroker.target({ server_url: 'h:5672', exchange: 'orders', routing_key: 'k' })).toBe('orders/k')
+    expect(amqpBroker.target({ server_url: 'h:5672', exchange: 'orders' })).toBe('orders')
+    expect(amqpBroker.target({ server_url: 'h:5672' })).toBe('h:5672')
+    expect(amqpBroker.targetUrl?.({ server_url: 'h:5672', tls: true })).toBe('amqps://h:5672/')
+    expect(amqpBroker.targetUrl?.({ server_url: 'amqp://h/prod' })).toBe('amqp://h:5672/prod')
+  })
+})

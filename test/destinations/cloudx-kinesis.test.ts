@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto'
+import type http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createRequire } from 'node:module'
+import { NodeHttpHandler } from '@smithy/node-http-handler'
+import { CreateStreamCommand, DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand, KinesisClient } from '@aws-sdk/client-kinesis'
+import * as v from 'valibot'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { cloudxKinesis } from '../../src/destinations/cloudx-kinesis.js'
+import type { AttemptResult, DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+
+/** kinesalite ships no type declarations: it exports a factory of a node:http server. */
+const kinesalite = createRequire(import.meta.url)('kinesalite') as (options: Record<string, unknown>) => http.Server
+
+const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 10_000, userAgent: 'outflow/test' }
+const credentials = { key: 'AKIDEXAMPLE', secret: 'kinesalite-does-not-check-this' }
+
+function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
+  const id = `evt_${randomUUID()}`
+  const time = new Date('2025-03-01T12:00:00.000Z')
+  return {
+    id,
+    tenant_id: 'acme',
+    destination_id: 'des_1',
+    topic: 'order.paid',
+    time,
+    data: { customer: 'cus_9', amount: 300 },
+    metadata: { 'event-id': id, topic: 'order.paid', timestamp: String(time.getTime() / 1000), source: 'checkout' },
+    attempt: 1,
+    ...overrides,
+  }
+}
+
+describe('cloudx_kinesis destination (kinesalite)', () => {
+  let server: http.Server
+  let endpoint: string
+  let admin: KinesisClient
+  const stream = `outflow-${randomUUID().slice(0, 8)}`
+
+  function destination(config: Record<string, unknown> = {}): PublisherDestination {
+    return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'cloudx_kinesis', config: { stream_name: stream, region: 'us-east-1', endpoint, ...config }, credentials }
+  }
+
+  async function deliver(config: Record<string, unknown>, m: DeliveryMessage, ctx = context): Promise<AttemptResult> {
+    const publisher = await cloudxKinesis.createPublisher(destination(config), ctx)
+    try {
+      return await publisher.publish(m)
+    } finally {
+      await publisher.close()
+    }
+  }
+
+  /** Read back the record a successful attempt wrote, by the shard and sequence number it reported. */
+  async function readRecord(result: AttemptResult): Promise<{ partitionKey: string; body: unknown }> {
+    const receipt = JSON.parse(result.response_body!) as { shard_id: string; sequence_number: string }
+    const { ShardIterator } = await admin.send(
+      new GetShardIteratorCommand({ StreamName: stream, ShardId: receipt.shard_id, ShardIteratorType: 'AT_SEQUENCE_NUMBER', StartingSequenceNumber: receipt.sequence_number }),
+    )
+    const { Records = [] } = await admin.send(new GetRecordsCommand({ ShardIterator, Limit: 1 }))
+    const record = Records[0]
+    expect(record?.SequenceNumber).toBe(receipt.sequence_number)
+    return { partitionKey: record!.PartitionKey!, body: JSON.parse(Buffer.from(record!.Data!).toString('utf8')) }
+  }
+
+  beforeAll(async () => {
+    server = kinesalite({ createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0 })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    // kinesalite speaks HTTP/1.1 only; the Kinesis client defaults to HTTP/2.
+    admin = new KinesisClient({
+      region: 'us-east-1',
+      endpoint,
+      credentials: { accessKeyId: credentials.key, secretAccessKey: credentials.secret },
+      requestHandler: new NodeHttpHandler(),
+    })
+    await admin.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 2 }))
+    await vi.waitFor(async () => {
+      const { StreamDescription } = await admin.send(new DescribeStreamCommand({ StreamName: stream }))
+      expect(StreamDescription?.StreamStatus).toBe('ACTIVE')
+    })
+  })
+
+  afterAll(async () => {
+    admin?.destroy()
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+
+  it('puts { metadata, data } as UTF-8 JSON, partitioned by the event id', async () => {
+    const m = message()
+    const result = await deliver({}, m)
+    expect(result).toMatchObject({ ok: true, response_status_code: 200 })
+    expect(JSON.parse(result.response_body!)).toMatchObject({ stream, partition_key: m.id })
+    const record = await readRecord(result)
+    expect(record.partitionKey).toBe(m.id)
+    expect(record.body).toEqual({ metadata: m.metadata, data: m.data })
+  })
+
+  it('partitions by partition_key_template', async () => {
+    const m = message({ data: { customer: 'cus_42', note: 'Grüße' } })
+    const result = await deliver({ partition_key_template: 'data.customer' }, m)
+    expect(result).toMatchObject({ ok: true })
+    const record = await readRecord(result)
+    expect(record.partitionKey).toBe('cus_42')
+    expect(record.body).toEqual({ metadata: m.metadata, data: m.data })
+
+    const n = message()
+    const joined = await readRecord(await deliver({ partition_key_template: "join(':', [topic, metadata.source])" }, n))
+    expect(joined.partitionKey).toBe('order.paid:checkout')
+  })
+
+  it('reuses one client for several records', async () => {
+    const publisher = await cloudxKinesis.createPublisher(destination(), context)
+    try {
+      const [a, b] = [message(), message()]
+      const ra = await publisher.publish(a)
+      const rb = await publisher.publish(b)
+      expect((await readRecord(ra)).body).toEqual({ metadata: a.metadata, data: a.data })
+      expect((await readRecord(rb)).body).toEqual({ metadata: b.metadata, data: b.data })
+    } finally {
+      await publisher.close()
+    }
+  })
+
+  it('reports an unknown stream as not_found', async () => {
+    const result = await deliver({ stream_name: 'no-such-stream' }, message())
+    expect(result).toMatchObject({ ok: false, error_kind: 'not_found' })
+    expect(result.error).toContain('ResourceNotFoundException')
+    expect(result.error).toContain('no-such-stream')
+  })
+
+  it('fails with configuration when the partition key template yields nothing', async () => {
+    expect(await deliver({ partition_key_template: 'data.nothing' }, message())).toMatchObject({ ok: false, error_kind: 'configuration' })
+  })
+
+  it('refuses a loopback endpoint unless private networks are allowed', async () => {
+    expect(await deliver({}, message(), { ...context, allowPrivateNetworks: false })).toMatchObject({ ok: false, error_kind: 'ssrf' })
+  })
+
+  it('reports an unreachable endpoint as a network failure', async () => {
+    const closed = kinesalite({})
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const port = (closed.address() as AddressInfo).port
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    expect(await deliver({ endpoint: `http://127.0.0.1:${port}` }, message())).toMatchObject({ ok: false, error_kind: 'network' })
+  })
+})
+
+describe('cloudx_kinesis schemas', () => {
+  const parse = (config: unknown) => v.safeParse(cloudxKinesis.configSchema, config)
+  const base = { stream_name: 'orders', region: 'us-east-1' }
+
+  it('accepts the documented fields and rejects the rest', () => {
+    expect(parse(base).success).toBe(true)
+    expect(parse({ ...base, endpoint: 'https://kinesis.example.com', partition_key_template: 'data.customer' }).success).toBe(true)
+    for (const config of [{ ...base, partition_key_template: 'data.[' }, { ...base, shard: '1' }, { ...base, stream_name: 'bad name' }, { region: 'us-east-1' }]) {
+      expect(parse(config).success, JSON.stringify(config)).toBe(false)
+    }
+    expect(cloudxKinesis.config_fields.map((f) => f.key)).toEqual(['stream_name', 'region', 'endpoint', 'partition_key_template'])
+    expect(cloudxKinesis.credential_fields.map((f) => f.key)).toEqual(['key', 'secret', 'session'])
+  })
+
+  it('shows the stream as target', () => {
+    expect(cloudxKinesis.target(base)).toBe('orders')
+    expect(cloudxKinesis.targetUrl?.(base)).toContain('kinesis/home?region=us-east-1')
+  })
+})

@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import os from 'node:os'
+import path from 'node:path'
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import * as v from 'valibot'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { cloudxS3 } from '../../src/destinations/cloudx-s3.js'
+import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+
+/** s3rver ships no type declarations; this is the part of its API the suite uses. */
+interface S3rverInstance {
+  run(): Promise<{ address: string; port: number }>
+  close(): Promise<void>
+}
+const S3rver = createRequire(import.meta.url)('s3rver') as new (options: Record<string, unknown>) => S3rverInstance
+
+const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 10_000, userAgent: 'outflow/test' }
+// s3rver checks signatures against this fixed key pair.
+const credentials = { key: 'S3RVER', secret: 'S3RVER' }
+
+function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
+  const id = `evt_${randomUUID()}`
+  const time = new Date('2025-03-01T12:00:00.000Z')
+  return {
+    id,
+    tenant_id: 'acme',
+    destination_id: 'des_1',
+    topic: 'order.created',
+    time,
+    data: { customer: 'cus_7', total: 12.5 },
+    metadata: { 'event-id': id, topic: 'order.created', timestamp: String(time.getTime() / 1000), plan: 'pro' },
+    attempt: 1,
+    ...overrides,
+  }
+}
+
+describe('cloudx_s3 destination (s3rver)', () => {
+  let server: S3rverInstance
+  let directory: string
+  let endpoint: string
+  let admin: S3Client
+  const bucket = `outflow-${randomUUID().slice(0, 8)}`
+
+  function destination(config: Record<string, unknown> = {}, creds: Record<string, unknown> = credentials): PublisherDestination {
+    return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'cloudx_s3', config: { bucket, region: 'us-east-1', endpoint, ...config }, credentials: creds }
+  }
+
+  /** Publish one message through a fresh publisher and close it. */
+  async function deliver(config: Record<string, unknown>, m: DeliveryMessage, ctx = context, creds?: Record<string, unknown>) {
+    const publisher = await cloudxS3.createPublisher(destination(config, creds), ctx)
+    try {
+      return await publisher.publish(m)
+    } finally {
+      await publisher.close()
+    }
+  }
+
+  async function read(key: string) {
+    const object = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))
+    return { object, body: JSON.parse(await object.Body!.transformToString('utf8')) as unknown }
+  }
+
+  beforeAll(async () => {
+    directory = await mkdtemp(path.join(os.tmpdir(), 'outflow-s3rver-'))
+    server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory })
+    const { port } = await server.run()
+    endpoint = `http://127.0.0.1:${port}`
+    admin = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } })
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }))
+  })
+
+  afterAll(async () => {
+    admin?.destroy()
+    await server?.close()
+    if (directory) await rm(directory, { recursive: true, force: true })
+  })
+
+  it('stores the data as JSON under <topic>/<time>_<id>.json with the metadata as object metadata', async () => {
+    const m = message()
+    const result = await deliver({}, m)
+    const key = `order.created/2025-03-01T12:00:00.000Z_${m.id}.json`
+    expect(result).toMatchObject({ ok: true, response_status_code: 200 })
+    expect(JSON.parse(result.response_body!)).toMatchObject({ bucket, key })
+    const { object, body } = await read(key)
+    expect(body).toEqual(m.data)
+    expect(object.ContentType).toBe('application/json')
+    expect(object.Metadata).toEqual(m.metadata)
+  })
+
+  it('names the object with key_template', async () => {
+    const m = message()
+    expect(await deliver({ key_template: "join('/', [topic, id])" }, m)).toMatchObject({ ok: true })
+    expect((await read(`order.created/${m.id}`)).body).toEqual(m.data)
+
+    const n = message()
+    expect(await deliver({ key_template: "join('', [data.customer, '/', metadata.plan, '/', id, '.json'])" }, n)).toMatchObject({ ok: true })
+    expect((await read(`cus_7/pro/${n.id}.json`)).body).toEqual(n.data)
+  })
+
+  it('applies storage_class', async () => {
+    const m = message()
+    expect(await deliver({ key_template: 'id', storage_class: 'STANDARD_IA' }, m)).toMatchObject({ ok: true })
+    const head = await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: m.id }))
+    expect(head.StorageClass).toBe('STANDARD_IA')
+  })
+
+  it('encodes non-ASCII metadata values instead of failing the delivery', async () => {
+    const m = message({ metadata: { 'event-id': 'x', city: 'Zürich' } })
+    expect(await deliver({ key_template: 'id' }, m)).toMatchObject({ ok: true })
+    const { object } = await read(m.id)
+    expect(object.Metadata?.city).toBe(`=?UTF-8?B?${Buffer.from('Zürich').toString('base64')}?=`)
+  })
+
+  it('reuses one client for several deliveries', async () => {
+    const publisher = await cloudxS3.createPublisher(destination({ key_template: 'id' }), context)
+    const [a, b] = [message(), message()]
+    try {
+      expect(await publisher.publish(a)).toMatchObject({ ok: true })
+      expect(await publisher.publish(b)).toMatchObject({ ok: true })
+    } finally {
+      await publisher.close()
+    }
+    expect((await read(a.id)).body).toEqual(a.data)
+    expect((await read(b.id)).body).toEqual(b.data)
+  })
+
+  it('reports a missing bucket as not_found', async () => {
+    const publisher = await cloudxS3.createPublisher({ ...destination(), config: { bucket: 'no-such-bucket-here', region: 'us-east-1', endpoint } }, context)
+    try {
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'not_found', response_status_code: 404 })
+      expect(result.error).toContain('NoSuchBucket')
+    } finally {
+      await publisher.close()
+    }
+  })
+
+  // s3rver does not verify SigV4 signatures (so a wrong secret passes there); it does refuse unknown access keys.
+  it('reports an unknown access key as an authentication failure without the secret', async () => {
+    const result = await deliver({}, message(), context, { key: 'NOBODY', secret: 'not-the-secret-value' })
+    expect(result).toMatchObject({ ok: false, error_kind: 'authentication', response_status_code: 403 })
+    expect(result.error).toContain('InvalidAccessKeyId')
+    expect(result.error).not.toContain('not-the-secret-value')
+  })
+
+  it('fails with configuration when the key template yields nothing', async () => {
+    const result = await deliver({ key_template: 'data.missing' }, message())
+    expect(result).toMatchObject({ ok: false, error_kind: 'configuration' })
+    expect(result.error).toContain('empty')
+  })
+
+  it('refuses a loopback endpoint unless private networks are allowed', async () => {
+    const guarded = { ...context, allowPrivateNetworks: false }
+    expect(await deliver({}, message(), guarded)).toMatchObject({ ok: false, error_kind: 'ssrf' })
+    // A DNS name is checked after resolution, at connect time.
+    const viaDns = await deliver({ endpoint: endpoint.replace('127.0.0.1', 'localhost') }, message(), guarded)
+    expect(viaDns).toMatchObject({ ok: false, error_kind: 'ssrf' })
+  })
+})
+
+describe('cloudx_s3 schemas', () => {
+  const parse = (config: unknown) => v.safeParse(cloudxS3.configSchema, config)
+  const base = { bucket: 'my-bucket', region: 'eu-west-1' }
+
+  it('accepts the documented fields', () => {
+    expect(parse(base).success).toBe(true)
+    expect(parse({ ...base, key_template: "join('/', [topic, id])", storage_class: 'GLACIER_IR', endpoint: 'http://127.0.0.1:4568' }).success).toBe(true)
+  })
+
+  it('rejects a bad template, an unknown function, a bad storage class, a bad endpoint and unexpected fields', () => {
+    for (const config of [
+      { ...base, key_template: "join('/', [topic, id]" },
+      { ...base, key_template: 'shout(topic)' },
+      { ...base, key_template: '' },
+      { ...base, storage_class: 'COLD' },
+      { ...base, endpoint: 'ftp://example.com' },
+      { ...base, acl: 'public-read' },
+      { ...base, bucket: 'Not_A_Bucket' },
+      { bucket: 'my-bucket' },
+    ]) {
+      expect(parse(config).success, JSON.stringify(config)).toBe(false)
+    }
+    const bad = parse({ ...base, key_template: 'data.[' })
+    expect(bad.success).toBe(false)
+    expect(bad.issues?.[0]?.message).toMatch(/invalid JMESPath template/)
+  })
+
+  it('requires key and secret; session is optional; secrets are sensitive', () => {
+    const creds = (c: unknown) => v.safeParse(cloudxS3.credentialsSchema, c).success
+    expect(creds({ key: 'AKIA', secret: 's' })).toBe(true)
+    expect(creds({ key: 'AKIA', secret: 's', session: 't' })).toBe(true)
+    expect(creds({ key: 'AKIA' })).toBe(false)
+    expect(creds({ key: 'AKIA', secret: 's', region: 'x' })).toBe(false)
+    expect(cloudxS3.credential_fields.map((f) => [f.key, f.required, f.sensitive])).toEqual([
+      ['key', true, false],
+      ['secret', true, true],
+      ['session', false, true],
+    ])
+    expect(cloudxS3.config_fields.map((f) => f.key)).toEqual(['bucket', 'region', 'key_template', 'storage_class', 'endpoint'])
+  })
+
+  it('shows the bucket as target and a console or endpoint URL', () => {
+    expect(cloudxS3.target(base)).toBe('my-bucket')
+    expect(cloudxS3.targetUrl?.(base)).toBe('https://s3.console.aws.amazon.com/s3/buckets/my-bucket?region=eu-west-1')
+    expect(cloudxS3.targetUrl?.({ ...base, endpoint: 'http://minio.local:9000/' })).toBe('http://minio.local:9000/my-bucket')
+  })
+})
