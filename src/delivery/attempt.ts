@@ -3,6 +3,9 @@ import { newId } from '../ids.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { nextAttemptDelay, type RetryOptions } from './retry-schedule.js'
 
+/** A receiver's Retry-After is honoured up to a day; a hostile one cannot park a delivery for years. */
+const maxRetryAfterMs = 24 * 60 * 60 * 1000
+
 /** Metadata of every delivery: event-id, topic, timestamp, then the destination's, then the event's (later wins). */
 export function deliveryMetadata(d: ClaimedDelivery, destination: DestinationRecord): Record<string, string> {
   return {
@@ -37,7 +40,7 @@ export function attemptWrite(d: ClaimedDelivery, result: AttemptResult, at: Date
   let nextAttemptAt: Date | null = null
   if (!result.ok && d.event.eligible_for_retry && !result.disable) {
     const delay = nextAttemptDelay(retry, attemptNumber)
-    if (delay !== null) nextAttemptAt = new Date(at.getTime() + Math.max(delay, result.retry_after_ms ?? 0))
+    if (delay !== null) nextAttemptAt = new Date(at.getTime() + Math.max(delay, Math.min(result.retry_after_ms ?? 0, maxRetryAfterMs)))
   }
   return {
     attempt: {

@@ -10,7 +10,7 @@ import { newId } from '../ids.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { handleStreaks } from './alerts.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
-import { attemptResultFromError } from './http-client.js'
+import { attemptResultFromError, closeHttpClients } from './http-client.js'
 
 const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
@@ -250,5 +250,7 @@ export class DeliveryWorker {
     await this.#ctx.storage.releaseLeases(this.id).catch((err: Error) => this.#ctx.options.logger.error('releasing leases failed', { error: err.message }))
     await Promise.all([...this.#publishers.values()].map((c) => c.publisher.then((p) => p.close()).catch(() => undefined)))
     this.#publishers.clear()
+    // Pools are shared per origin; ones closed here are re-created on demand by another engine in the process.
+    await closeHttpClients()
   }
 }

@@ -10,8 +10,19 @@ export const IdSchema = v.pipe(
 )
 
 /** A JSON object (not an array, not null). */
-export const JsonObjectSchema = v.record(v.string(), v.unknown('must be a JSON object'), 'must be a JSON object')
+export const JsonObjectSchema = v.pipe(
+  v.custom<unknown>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object'),
+  v.record(v.string(), v.unknown()),
+)
 export type JsonObject = Record<string, unknown>
+
+/**
+ * A request body object. valibot's object schemas accept arrays (their indexes become unexpected
+ * keys), so a JSON array is refused first with one clear message.
+ */
+export function objectBody<S extends v.GenericSchema>(schema: S) {
+  return v.pipe(v.custom<unknown>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object'), schema)
+}
 
 /** A flat map of string values, e.g. metadata sent as headers. */
 export const StringMapSchema = v.record(v.string(), v.string('values must be strings'), 'must be an object of strings')
@@ -57,13 +68,10 @@ function issuePath(issue: v.BaseIssue<unknown>, prefix: string): string {
 export function issuesToData(issues: readonly v.BaseIssue<unknown>[], prefix = ''): ErrorData {
   const data: ErrorData = {}
   for (const issue of issues) {
-    let path = issuePath(issue, prefix)
+    const path = issuePath(issue, prefix)
     let message = issue.message
-    // strictObject reports an unexpected key at the parent path; name the key itself.
-    if (issue.type === 'strict_object' && issue.input !== undefined) {
-      path = [path === '(body)' ? '' : path, String((issue.path ?? []).at(-1)?.key ?? '')].filter(Boolean).join('.')
-      message = 'unexpected field'
-    }
+    // valibot puts an unexpected key at the end of the path already; say what is wrong with it.
+    if (issue.type === 'strict_object' && issue.input !== undefined) message = 'unexpected field'
     if (issue.kind === 'schema' && issue.input === undefined && issue.expected !== 'never') message = 'required'
     data[path] ??= message
   }

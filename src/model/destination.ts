@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { destinationTypes } from '../destinations/types.js'
-import { IdSchema, JsonObjectSchema, RepeatedStringSchema, StringMapSchema } from './common.js'
+import { IdSchema, JsonObjectSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
 export const TopicSchema = v.pipe(
@@ -20,7 +20,7 @@ export const TopicsSchema = v.pipe(
 export const DestinationTypeSchemaEnum = v.picklist(destinationTypes, `must be one of ${destinationTypes.join(', ')}`)
 
 /** Create body. Config/credentials are checked against the type's own schemas afterwards. */
-export const CreateDestinationSchema = v.strictObject(
+export const CreateDestinationSchema = objectBody(v.strictObject(
   {
     id: v.optional(IdSchema),
     type: DestinationTypeSchemaEnum,
@@ -32,11 +32,11 @@ export const CreateDestinationSchema = v.strictObject(
     metadata: v.optional(v.nullable(JsonObjectSchema)),
   },
   'unexpected field',
-)
+))
 export type CreateDestinationInput = v.InferInput<typeof CreateDestinationSchema>
 
 /** PATCH body: merge patch for config/credentials/metadata/delivery_metadata, replace for topics/filter. */
-export const UpdateDestinationSchema = v.strictObject(
+export const UpdateDestinationSchema = objectBody(v.strictObject(
   {
     topics: v.optional(TopicsSchema),
     filter: v.optional(v.nullable(JsonObjectSchema)),
@@ -46,7 +46,7 @@ export const UpdateDestinationSchema = v.strictObject(
     metadata: v.optional(v.nullable(JsonObjectSchema)),
   },
   'unexpected field',
-)
+))
 export type UpdateDestinationInput = v.InferInput<typeof UpdateDestinationSchema>
 
 /** Destination as returned by the API. */

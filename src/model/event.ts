@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, RepeatedStringSchema, StringMapSchema, queryInt } from './common.js'
+import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, objectBody, RepeatedStringSchema, StringMapSchema, queryInt } from './common.js'
 import { TopicSchema } from './destination.js'
 
 export const EventStatusSchema = v.picklist(['success', 'failed'], 'must be "success" or "failed"')
@@ -36,7 +36,7 @@ export const DeliveryAttemptSchema = v.object({
 export type DeliveryAttempt = v.InferOutput<typeof DeliveryAttemptSchema>
 
 /** Body of `POST /publish` and argument of `outflow.publish()`. */
-export const PublishSchema = v.strictObject(
+export const PublishSchema = objectBody(v.strictObject(
   {
     id: v.optional(IdSchema),
     tenant_id: IdSchema,
@@ -48,7 +48,7 @@ export const PublishSchema = v.strictObject(
     eligible_for_retry: v.optional(v.boolean('must be a boolean')),
   },
   'unexpected field',
-)
+))
 export type PublishInput = v.InferInput<typeof PublishSchema>
 
 export const PublishResultSchema = v.object({

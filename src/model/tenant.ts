@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, queryInt } from './common.js'
+import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, objectBody, queryInt } from './common.js'
 
 /** Tenant as returned by the API. */
 export const TenantSchema = v.object({
@@ -13,10 +13,7 @@ export const TenantSchema = v.object({
 export type Tenant = v.InferOutput<typeof TenantSchema>
 
 /** Body of `PUT /tenants/{tenant_id}`: optional metadata; when omitted on update the stored metadata stays. */
-export const UpsertTenantSchema = v.optional(
-  v.strictObject({ metadata: v.optional(v.nullable(JsonObjectSchema)) }, 'must be a JSON object'),
-  {},
-)
+export const UpsertTenantSchema = v.optional(objectBody(v.strictObject({ metadata: v.optional(v.nullable(JsonObjectSchema)) }, 'unexpected field')), {})
 export type UpsertTenantInput = v.InferInput<typeof UpsertTenantSchema>
 
 export const TenantIdSchema = IdSchema

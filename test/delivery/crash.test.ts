@@ -1,0 +1,78 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createOutflow } from '../../src/engine.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { sqlite } from '../../src/storage/sqlite.js'
+import { createTestDatabase, postgresAvailable } from '../support/services.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
+
+const child = join(import.meta.dirname, '../fixtures/crash-publisher.ts')
+
+const kinds = [
+  {
+    name: 'sqlite file',
+    available: true,
+    async make() {
+      const dir = mkdtempSync(join(tmpdir(), 'outflow-crash-'))
+      const path = join(dir, 'crash.db')
+      return { kind: 'sqlite', location: path, storage: sqlite({ path }), drop: async () => rmSync(dir, { recursive: true, force: true }) }
+    },
+  },
+  {
+    name: 'postgres',
+    available: postgresAvailable,
+    async make() {
+      const db = await createTestDatabase()
+      return { kind: 'postgres', location: db.url, storage: postgres({ url: db.url }), drop: db.drop }
+    },
+  },
+]
+
+for (const k of kinds) {
+  describe.runIf(k.available)(`crash recovery: ${k.name}`, () => {
+    const cleanups: (() => Promise<void>)[] = []
+    afterAll(async () => {
+      for (const c of cleanups.reverse()) await c()
+    })
+
+    it('a publisher killed with SIGKILL mid-delivery loses nothing: a new engine delivers every event at least once', async () => {
+      // A slow-ish receiver so the child is killed with most deliveries still to do.
+      const receiver = await startReceiver(() => ({ delayMs: 5 }))
+      cleanups.push(receiver.close)
+      const db = await k.make()
+      cleanups.push(db.drop)
+
+      const proc = spawn(process.execPath, ['--import', 'tsx', child, db.kind, db.location, receiver.url], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      proc.stdout.on('data', (c: Buffer) => (out += c.toString()))
+      const exited = new Promise((resolve) => proc.on('exit', resolve))
+      await waitFor(() => out.includes('published 2000') && receiver.on('/crash').length >= 50, 60_000, 'the child to publish and start delivering')
+      proc.kill('SIGKILL')
+      await exited
+      const atKill = new Set(receiver.on('/crash').map((r) => r.headers['webhook-id'])).size
+      expect(atKill).toBeLessThan(2000)
+
+      const outflow = await createOutflow({
+        storage: db.storage,
+        auth: false,
+        allowPrivateNetworks: true,
+        delivery: { concurrency: 16, leaseMs: 1500, pollIntervalMs: 100 },
+      })
+      cleanups.push(() => outflow.close())
+      const ids = await waitFor(
+        () => {
+          const seen = new Set(receiver.on('/crash').map((r) => String(r.headers['webhook-id'])))
+          return seen.size >= 2000 && seen
+        },
+        90_000,
+        'every event delivered after the restart',
+      )
+      for (let i = 0; i < 2000; i++) expect(ids.has(`crash-${i}`)).toBe(true)
+      const page = await outflow.listEvents('crash', { status: 'success', limit: 1000 })
+      expect(page.models).toHaveLength(1000)
+    }, 180_000)
+  })
+}

@@ -1,0 +1,280 @@
+import { Webhook } from 'standardwebhooks'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AlertPayload, Outflow } from '../../src/engine.js'
+import { engineKinds, rejection } from '../support/engines.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
+
+const quick = { pollIntervalMs: 50, retry: { schedule: [60, 120, 180], jitter: 0 }, timeoutMs: 2_000 }
+
+for (const kind of engineKinds()) {
+  describe.runIf(kind.available)(`delivery pipeline: ${kind.name}`, () => {
+    let outflow: Outflow
+    let receiver: Awaited<ReturnType<typeof startReceiver>>
+    const T = 'shop'
+    beforeAll(async () => {
+      receiver = await startReceiver((r, n) => {
+        if (r.path.startsWith('/fail-twice')) return n < 2 ? { status: 500, body: 'boom' } : {}
+        if (r.path.startsWith('/always-500')) return { status: 500 }
+        if (r.path === '/gone') return { status: 410 }
+        if (r.path === '/throttled') return n === 0 ? { status: 429, headers: { 'retry-after': '1' } } : {}
+        if (r.path === '/slow') return { delayMs: 300 }
+        return {}
+      })
+      outflow = await kind.create({ topics: ['order.created', 'order.paid', 'user.created'], delivery: quick })
+      await outflow.upsertTenant(T, {})
+    })
+    afterAll(async () => {
+      await kind.cleanup()
+      await receiver.close()
+    })
+
+    /** Attempts of one event at one destination (the tenant has several destinations by now). */
+    const attemptsAt = async (eventId: string, destinationId: string) =>
+      (await outflow.listDeliveries(T, eventId).catch(() => [])).filter((a) => a.destination_id === destinationId)
+
+    const hook = (path: string, extra: Record<string, unknown> = {}) =>
+      outflow.createDestination(T, { type: 'webhook', topics: ['order.created'], config: { url: `${receiver.url}${path}` }, ...extra })
+
+    it('fans an event out to every matching destination, signed with Standard Webhooks', async () => {
+      const a = await hook('/fan-a')
+      const b = await hook('/fan-b', { topics: '*' })
+      await hook('/fan-c', { topics: ['user.created'] })
+      const result = await outflow.publish({ tenant_id: T, topic: 'order.created', data: { order: 1 }, metadata: { source: 'test' } })
+      expect(result.duplicate).toBe(false)
+      expect(result.destination_ids).toEqual(expect.arrayContaining([a.id, b.id]))
+      expect(result.destination_ids).not.toContain(expect.stringMatching(/fan-c/))
+      await waitFor(() => receiver.on('/fan-a').length === 1 && receiver.on('/fan-b').length === 1, 10_000, 'fan-out')
+      for (const [path, d] of [['/fan-a', a], ['/fan-b', b]] as const) {
+        const req = receiver.on(path)[0]!
+        const verified = new Webhook(String(d.credentials.secret)).verify(req.body, req.headers as Record<string, string>)
+        expect(verified).toEqual({ order: 1 })
+        expect(req.headers['webhook-id']).toBe(result.id)
+        expect(req.headers['x-outflow-source']).toBe('test')
+        expect(req.headers['x-outflow-topic']).toBe('order.created')
+        expect(req.headers['user-agent']).toMatch(/^outflow\//)
+      }
+      expect(receiver.on('/fan-c')).toHaveLength(0)
+      const event = await waitFor(async () => (await outflow.listEvents(T, { destination_id: a.id })).models[0])
+      expect(event).toMatchObject({ id: result.id, destination_id: a.id, topic: 'order.created', status: 'success', data: { order: 1 }, metadata: { source: 'test' } })
+    })
+
+    it('is idempotent on (tenant, id): a republish creates no new deliveries', async () => {
+      const d = await hook('/idem')
+      const first = await outflow.publish({ id: 'evt-fixed-1', tenant_id: T, topic: 'order.created', data: { n: 1 } })
+      const again = await outflow.publish({ id: 'evt-fixed-1', tenant_id: T, topic: 'order.created', data: { n: 2 } })
+      expect(first).toEqual({ id: 'evt-fixed-1', duplicate: false, destination_ids: expect.arrayContaining([d.id]) })
+      expect(again.duplicate).toBe(true)
+      expect(again.destination_ids.sort()).toEqual(first.destination_ids.sort())
+      await waitFor(() => receiver.on('/idem').length === 1)
+      await new Promise((r) => setTimeout(r, 200))
+      expect(receiver.on('/idem')).toHaveLength(1)
+      expect(JSON.parse(receiver.on('/idem')[0]!.body)).toEqual({ n: 1 })
+    })
+
+    it('delivers only to the named destination_id, and 404s an unknown one', async () => {
+      const a = await hook('/only-a')
+      await hook('/only-b')
+      const r = await outflow.publish({ tenant_id: T, topic: 'order.created', data: {}, destination_id: a.id })
+      expect(r.destination_ids).toEqual([a.id])
+      expect((await rejection(outflow.publish({ tenant_id: T, topic: 'order.created', data: {}, destination_id: 'nope' }))).status).toBe(404)
+    })
+
+    it.each([
+      ['an unknown tenant', { tenant_id: 'ghost', topic: 'order.created', data: {} }, 404],
+      ['a topic outside the configured list', { tenant_id: T, topic: 'invoice.sent', data: {} }, 422],
+      ['a topic pattern', { tenant_id: T, topic: 'order.*', data: {} }, 422],
+      ['data that is not an object', { tenant_id: T, topic: 'order.created', data: 5 }, 422],
+      ['a missing topic', { tenant_id: T, data: {} }, 422],
+      ['an unexpected field', { tenant_id: T, topic: 'order.created', data: {}, colour: 1 }, 422],
+      ['a bad time', { tenant_id: T, topic: 'order.created', data: {}, time: 'noon' }, 422],
+    ])('rejects a publish with %s', async (_, body, status) => {
+      expect((await rejection(outflow.publish(body))).status).toBe(status)
+    })
+
+    it('publishes a batch with publishMany', async () => {
+      const d = await hook('/batch')
+      const results = await outflow.publishMany(Array.from({ length: 20 }, (_, i) => ({ tenant_id: T, topic: 'order.created', data: { i } })))
+      expect(results).toHaveLength(20)
+      expect(results.every((r) => r.destination_ids.includes(d.id))).toBe(true)
+      await waitFor(() => receiver.on('/batch').length === 20)
+      expect(new Set(receiver.on('/batch').map((r) => r.headers['webhook-id'])).size).toBe(20)
+    })
+
+    it('retries on the schedule until the receiver succeeds, and logs every attempt', async () => {
+      const d = await hook('/fail-twice')
+      const { id } = await outflow.publish({ tenant_id: T, topic: 'order.created', data: { x: 1 } })
+      await waitFor(() => receiver.on('/fail-twice').length === 3, 10_000, 'three attempts')
+      const attempts = await waitFor(async () => {
+        const list = await attemptsAt(id, d.id)
+        return list.length === 3 && list
+      })
+      expect(attempts.map((a) => a.status)).toEqual(['success', 'failed', 'failed'])
+      expect(attempts[2]).toMatchObject({ response_status_code: 500, response_body: 'boom', destination_id: d.id, attempt_number: 1 })
+      expect(attempts[0]).toMatchObject({ response_status_code: 200, attempt_number: 3 })
+      // schedule [60, 120]: each attempt starts no sooner than its scheduled delay after the previous one
+      const at = attempts.map((a) => Date.parse(a.delivered_at)).reverse()
+      expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(60)
+      expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(120)
+      const event = await outflow.getEvent(T, id, { destination_id: d.id })
+      expect(event.status).toBe('success')
+      expect(event.successful_at).toEqual(expect.any(String))
+    })
+
+    it('makes one attempt only for eligible_for_retry: false', async () => {
+      const d = await hook('/always-500-once')
+      const { id } = await outflow.publish({ tenant_id: T, topic: 'order.created', data: {}, eligible_for_retry: false })
+      await waitFor(() => receiver.on('/always-500-once').length === 1)
+      await new Promise((r) => setTimeout(r, 400))
+      expect(receiver.on('/always-500-once')).toHaveLength(1)
+      const event = await outflow.getEvent(T, id, { destination_id: d.id })
+      expect(event.status).toBe('failed')
+      expect(event.successful_at).toBeNull()
+    })
+
+    it('disables the destination when the receiver answers 410 Gone', async () => {
+      const d = await hook('/gone')
+      const disabled = new Promise((resolve) => outflow.once('destination.disabled', resolve))
+      await outflow.publish({ tenant_id: T, topic: 'order.created', data: {} })
+      expect(await disabled).toEqual({ tenant_id: T, destination_id: d.id, reason: 'gone' })
+      expect((await outflow.getDestination(T, d.id)).disabled_at).toEqual(expect.any(String))
+    })
+
+    it('honours Retry-After on 429', async () => {
+      const d = await hook('/throttled')
+      const { id } = await outflow.publish({ tenant_id: T, topic: 'order.created', data: {} })
+      await waitFor(() => receiver.on('/throttled').length === 2, 10_000, 'the retry after Retry-After')
+      const attempts = await waitFor(async () => {
+        const list = await attemptsAt(id, d.id)
+        return list.length === 2 && list
+      })
+      expect(attempts.at(-1)).toMatchObject({ status: 'failed', response_status_code: 429, error_kind: 'throttled' })
+      // The schedule says 60 ms; the receiver's Retry-After: 1 wins.
+      expect(Date.parse(attempts[0]!.delivered_at) - Date.parse(attempts[1]!.delivered_at)).toBeGreaterThanOrEqual(1000)
+    })
+
+    it('records a timeout as a failed attempt', async () => {
+      const slowEngine = await kind.create({ topics: ['order.created'], delivery: { ...quick, timeoutMs: 100 } })
+      await slowEngine.upsertTenant(T, {})
+      await slowEngine.createDestination(T, { type: 'webhook', topics: '*', config: { url: `${receiver.url}/slow` } })
+      const { id } = await slowEngine.publish({ tenant_id: T, topic: 'order.created', data: {}, eligible_for_retry: false })
+      const [attempt] = await waitFor(() => slowEngine.listDeliveries(T, id).catch(() => null))
+      expect(attempt).toMatchObject({ status: 'failed', error_kind: 'timeout', response_status_code: null })
+      await slowEngine.close()
+    })
+
+    it('raises alerts at 50/70/90/100 % of the failure threshold, posts them, and auto-disables', async () => {
+      const alertSink = await startReceiver()
+      const engine = await kind.create({
+        topics: ['order.created'],
+        delivery: quick,
+        alerts: { consecutiveFailures: 4, callbackUrl: `${alertSink.url}/alerts` },
+      })
+      await engine.upsertTenant(T, {})
+      const d = await engine.createDestination(T, { type: 'webhook', topics: '*', config: { url: `${receiver.url}/always-500-alerts` } })
+      const alerts: AlertPayload[] = []
+      engine.on('alert', (a) => alerts.push(a))
+      for (let i = 0; i < 4; i++) {
+        await engine.publish({ tenant_id: T, topic: 'order.created', data: { i }, eligible_for_retry: false })
+        await waitFor(() => receiver.on('/always-500-alerts').length === i + 1)
+      }
+      await waitFor(() => alerts.some((a) => a.data.level === 100), 10_000, 'the 100 % alert')
+      expect(alerts.map((a) => a.data.level)).toEqual([50, 70, 90, 100])
+      expect(alerts.at(-1)!.data).toMatchObject({ tenant_id: T, destination_id: d.id, consecutive_failures: 4, max_consecutive_failures: 4, will_disable: true })
+      await waitFor(() => alertSink.on('/alerts').length === 4)
+      expect(alertSink.on('/alerts')[0]!.headers.authorization).toBe(`Bearer ${engine.options.apiKey}`)
+      expect(JSON.parse(alertSink.on('/alerts')[3]!.body)).toMatchObject({ topic: 'alert.consecutive_failure', data: { level: 100, destination_id: d.id } })
+      expect((await engine.getDestination(T, d.id)).disabled_at).toEqual(expect.any(String))
+      // A disabled destination receives nothing more.
+      const r = await engine.publish({ tenant_id: T, topic: 'order.created', data: {} })
+      expect(r.destination_ids).toEqual([])
+      await engine.close()
+      await alertSink.close()
+    })
+
+    it('refuses private-network targets by default (SSRF guard) and records why', async () => {
+      const guarded = await kind.create({ topics: ['order.created'], delivery: quick, allowPrivateNetworks: false })
+      await guarded.upsertTenant(T, {})
+      await guarded.createDestination(T, { type: 'webhook', topics: '*', config: { url: `${receiver.url}/ssrf` } })
+      const { id } = await guarded.publish({ tenant_id: T, topic: 'order.created', data: {}, eligible_for_retry: false })
+      const [attempt] = await waitFor(() => guarded.listDeliveries(T, id).catch(() => null))
+      expect(attempt).toMatchObject({ status: 'failed', error_kind: 'ssrf' })
+      expect(receiver.on('/ssrf')).toHaveLength(0)
+      await guarded.close()
+    })
+
+    it('retries by hand: 202, a new manual attempt; 409 when disabled; 404 when unknown', async () => {
+      const d = await hook('/always-500-manual')
+      const { id } = await outflow.publish({ tenant_id: T, topic: 'order.created', data: {}, eligible_for_retry: false })
+      await waitFor(async () => (await attemptsAt(id, d.id)).length === 1)
+      expect(await outflow.retryDelivery(T, d.id, id)).toEqual({ success: true })
+      const attempts = await waitFor(async () => {
+        const list = await attemptsAt(id, d.id)
+        return list.length === 2 && list
+      })
+      expect(attempts[0]).toMatchObject({ manual: true, attempt_number: 2 })
+      expect((await rejection(outflow.retryDelivery(T, d.id, 'nope'))).status).toBe(404)
+      expect((await rejection(outflow.retryDelivery(T, 'nope', id))).status).toBe(404)
+      await outflow.disableDestination(T, d.id)
+      expect((await rejection(outflow.retryDelivery(T, d.id, id))).status).toBe(409)
+    })
+
+    it('lists events with every filter, and reads them through the deprecated by-destination calls', async () => {
+      await outflow.upsertTenant('log', {})
+      const ok = await outflow.createDestination('log', { type: 'webhook', topics: '*', config: { url: `${receiver.url}/log-ok` } })
+      const bad = await outflow.createDestination('log', { type: 'webhook', topics: '*', config: { url: `${receiver.url}/always-500-log` } })
+      const ids: string[] = []
+      for (let i = 0; i < 5; i++) {
+        const time = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()
+        ids.push((await outflow.publish({ tenant_id: 'log', topic: i % 2 ? 'order.paid' : 'order.created', data: { i }, time, eligible_for_retry: false })).id)
+      }
+      await waitFor(async () => (await outflow.listEvents('log', { limit: 100 })).models.length === 10, 10_000, '10 attempted pairs')
+      const all = await outflow.listEvents('log')
+      expect(all.pagination).toMatchObject({ order_by: 'time', dir: 'desc', limit: 100, next: null, prev: null })
+      expect(all.models[0]!.id).toBe(ids[4])
+      expect((await outflow.listEvents('log', { status: 'failed' })).models.every((e) => e.destination_id === bad.id)).toBe(true)
+      expect((await outflow.listEvents('log', { status: 'success' })).models).toHaveLength(5)
+      expect((await outflow.listEvents('log', { destination_id: ok.id, dir: 'asc' })).models.map((e) => e.id)).toEqual(ids)
+      const window = await outflow.listEvents('log', { 'time[gte]': '2026-01-01T00:00:01Z', 'time[lte]': '2026-01-01T00:00:02Z', destination_id: ok.id })
+      expect(window.models.map((e) => e.id)).toEqual([ids[2], ids[1]])
+      // Paging by cursor visits every pair once.
+      const seen: string[] = []
+      let page = await outflow.listEvents('log', { limit: 3 })
+      seen.push(...page.models.map((e) => `${e.id}/${e.destination_id}`))
+      while (page.pagination.next) {
+        page = await outflow.listEvents('log', { limit: 3, next: page.pagination.next })
+        seen.push(...page.models.map((e) => `${e.id}/${e.destination_id}`))
+      }
+      expect(new Set(seen).size).toBe(10)
+      const back = await outflow.listEvents('log', { limit: 3, prev: page.pagination.prev! })
+      expect(back.models).toHaveLength(3)
+      const admin = await outflow.listAdminEvents({ tenant_id: 'log', topic: 'order.paid' })
+      expect(admin.models.map((e) => e.id).sort()).toEqual([ids[1], ids[3], ids[1], ids[3]].sort())
+      expect((await outflow.listDestinationEvents('log', bad.id)).models).toHaveLength(5)
+      expect(await outflow.getDestinationEvent('log', ok.id, ids[0]!)).toMatchObject({ id: ids[0], destination_id: ok.id, status: 'success', data: { i: 0 } })
+      expect((await rejection(outflow.getDestinationEvent('log', 'nope', ids[0]!))).status).toBe(404)
+      expect((await rejection(outflow.getEvent('log', 'nope'))).status).toBe(404)
+      expect((await rejection(outflow.getEvent(T, ids[0]!))).status).toBe(404) // another tenant's event
+      for (const bad of [{ limit: 0 }, { limit: 1001 }, { status: 'meh' }, { dir: 'up' }, { order_by: 'created_at' }, { 'time[gte]': 'x' }])
+        expect((await rejection(outflow.listEvents('log', bad as never))).status).toBe(400)
+    })
+
+    it('close() lets in-flight attempts finish, records them, and a closed engine rejects publish', async () => {
+      const storage = await kind.openStorage()
+      // The engine closes its storage; keep it open here to read what close() wrote.
+      const engine = await kind.create({ topics: ['order.created'], delivery: quick, storage: { ...storage, close: async () => {} } })
+      await engine.upsertTenant(T, {})
+      await engine.createDestination(T, { type: 'webhook', topics: '*', config: { url: `${receiver.url}/slow` } })
+      const before = receiver.on('/slow').length
+      const published = await engine.publishMany(Array.from({ length: 5 }, (_, i) => ({ tenant_id: T, topic: 'order.created', data: { i } })))
+      await waitFor(() => receiver.on('/slow').length >= before + 5, 5_000, 'attempts in flight')
+      await engine.close()
+      expect((await rejection(engine.publish({ tenant_id: T, topic: 'order.created', data: {} }))).status).toBe(503)
+      for (const p of published) {
+        const attempts = await storage.listAttempts(T, p.id)
+        expect(attempts.map((a) => a.status)).toEqual(['success'])
+      }
+      const leftover = await storage.claimDueDeliveries({ owner: 'check', now: new Date(), leaseUntil: new Date(Date.now() + 1000), limit: 100 })
+      expect(leftover).toEqual([])
+    })
+  })
+}
