@@ -58,7 +58,14 @@ export class DeliveryWorker {
     if (this.#running) return
     this.#running = true
     this.#loop = this.#claimLoop()
+    // Other instances announce work they could not take themselves; the poll is only the fallback.
+    this.#unlisten = this.#ctx.storage.onWork?.(() => this.wake()).catch((err: Error) => {
+      this.#ctx.options.logger.warn('listening for work failed; relying on polling', { error: err.message })
+      return undefined
+    })
   }
+
+  #unlisten?: Promise<(() => Promise<void>) | undefined>
 
   /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
   fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
@@ -240,6 +247,7 @@ export class DeliveryWorker {
     clearTimeout(this.#retryTimer)
     this.wake()
     await this.#loop
+    await (await this.#unlisten)?.().catch(() => undefined)
     // Attempts already running may finish; queued ones are not started.
     this.#draining = false
     for (const q of this.#perDestination.values()) q.clear()

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/postgres-js'
 import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import type PostgresJs from 'postgres'
@@ -17,6 +18,8 @@ export interface PostgresOptions {
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
+/** NOTIFY channel on which instances announce deliveries any of them may take. */
+const workChannel = 'outflow_work'
 
 /**
  * Postgres storage on postgres.js. Several engines may share one database.
@@ -34,6 +37,9 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       tables: schema,
       run: (fn) => fn(db),
       transaction: (fn) => db.transaction((tx) => fn(tx as unknown as Db)),
+      notifyWork: async (tx) => {
+        await tx.execute(sql`select pg_notify(${workChannel}, '')`)
+      },
     }
     return createSqlStorage(ctx, {
       async migrate() {
@@ -49,6 +55,10 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       },
       async close() {
         await client.end({ timeout: 5 })
+      },
+      async onWork(listener) {
+        const { unlisten } = await client.listen(workChannel, () => listener())
+        return unlisten
       },
     })
   }

@@ -16,6 +16,8 @@ export interface SqlContext {
   tables: Tables
   /** Run a read or single statement (SQLite: serialised with every other call on the one connection). */
   run<T>(fn: (db: Db) => Promise<T>): Promise<T>
+  /** Tell other processes that deliveries became due (Postgres NOTIFY; a no-op elsewhere). */
+  notifyWork?(db: Db): Promise<void>
   /** Run `fn` in one transaction. */
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T>
 }

@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, or, sql, type SQL } from 'drizzle-orm'
-import { keysetPlan, type SqlContext } from './sql-context.js'
+import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -55,6 +55,8 @@ export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliverie
     }
     // Postgres caps a statement at 65,535 parameters: insert in chunks.
     for (let i = 0; i < rows.length; i += 2000) await db.insert(deliveries).values(rows.slice(i, i + 2000))
+    // Rows the local worker did not take are for any instance: wake them (delivered at commit).
+    if (rows.some((r) => r.lease_owner === null)) await ctx.notifyWork?.(db)
     for (const index of duplicates) {
       const { tenant_id, id } = items[index]!.event
       const existing = await db
@@ -108,21 +110,24 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
   if (writes.length === 0) return []
   return ctx.transaction(async (db) => {
     for (let i = 0; i < writes.length; i += 1000) await db.insert(attempts).values(writes.slice(i, i + 1000).map((w) => w.attempt))
-    for (const { attempt, delivery } of writes) {
-      await db
-        .update(deliveries)
-        .set({
-          status: delivery.status,
-          attempt_count: sql`${deliveries.attempt_count} + 1`,
-          manual: false,
-          next_attempt_at: delivery.next_attempt_at,
-          lease_owner: null,
-          lease_until: null,
-          last_attempt_at: attempt.delivered_at,
-          successful_at: sql`coalesce(${deliveries.successful_at}, ${sql.param(delivery.successful_at, deliveries.successful_at)})`,
-        })
-        .where(eq(deliveries.id, delivery.id))
-    }
+    if (ctx.dialect === 'postgres') await updateDeliveriesBatch(ctx, db, writes)
+    else
+      // SQLite runs in-process: one prepared UPDATE per row costs no round trip.
+      for (const { attempt, delivery } of writes) {
+        await db
+          .update(deliveries)
+          .set({
+            status: delivery.status,
+            attempt_count: sql`${deliveries.attempt_count} + 1`,
+            manual: false,
+            next_attempt_at: delivery.next_attempt_at,
+            lease_owner: null,
+            lease_until: null,
+            last_attempt_at: attempt.delivered_at,
+            successful_at: sql`coalesce(${deliveries.successful_at}, ${sql.param(delivery.successful_at, deliveries.successful_at)})`,
+          })
+          .where(eq(deliveries.id, delivery.id))
+      }
     // Failure streaks per destination: failures after the batch's last success, added to the stored streak if none.
     const streaks = new Map<string, { tenant_id: string; destination_id: string; failures: number; reset: boolean }>()
     for (const { attempt } of writes) {
@@ -144,6 +149,29 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
     }
     return result
   })
+}
+
+/** Postgres: every delivery of the batch in one `UPDATE … FROM (VALUES …)`, one round trip. */
+async function updateDeliveriesBatch(ctx: SqlContext, db: Db, writes: AttemptWrite[]): Promise<void> {
+  const d = ctx.tables.deliveries
+  for (let i = 0; i < writes.length; i += 1000) {
+    const values = writes.slice(i, i + 1000).map(
+      ({ attempt, delivery }) =>
+        sql`(${delivery.id}, ${delivery.status}, ${delivery.next_attempt_at?.toISOString() ?? null}::timestamptz, ${attempt.delivered_at.toISOString()}::timestamptz, ${delivery.successful_at?.toISOString() ?? null}::timestamptz)`,
+    )
+    await db.execute(sql`
+      update ${d} set
+        status = v.status,
+        attempt_count = ${d.attempt_count} + 1,
+        manual = false,
+        next_attempt_at = v.next_at,
+        lease_owner = null,
+        lease_until = null,
+        last_attempt_at = v.delivered_at,
+        successful_at = coalesce(${d.successful_at}, v.successful_at)
+      from (values ${sql.join(values, sql`, `)}) as v(id, status, next_at, delivered_at, successful_at)
+      where ${d.id} = v.id`)
+  }
 }
 
 export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string[]): Promise<number> {
@@ -171,14 +199,15 @@ export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boo
 
 export async function requeueDelivery(ctx: SqlContext, tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean> {
   const { deliveries } = ctx.tables
-  const rows = await ctx.run((db) =>
-    db
+  return ctx.transaction(async (db) => {
+    const rows = await db
       .update(deliveries)
       .set({ status: 'pending', manual: true, next_attempt_at: now, lease_owner: null, lease_until: null })
       .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.event_id, eventId), eq(deliveries.destination_id, destinationId)))
-      .returning({ id: deliveries.id }),
-  )
-  return rows.length > 0
+      .returning({ id: deliveries.id })
+    if (rows.length > 0) await ctx.notifyWork?.(db)
+    return rows.length > 0
+  })
 }
 
 function eventRowSelection(ctx: SqlContext) {

@@ -4,8 +4,9 @@ import * as queue from './sql-queue.js'
 import type { Storage } from './storage.js'
 
 /** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
-export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close'>): Storage {
+export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork'>): Storage {
   return {
+    onWork: lifecycle.onWork,
     dialect: ctx.dialect,
     migrate: lifecycle.migrate,
     close: lifecycle.close,

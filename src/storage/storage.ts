@@ -54,6 +54,11 @@ export interface Storage {
    * parked (pending, not due) until the destination is enabled again.
    */
   holdDeliveries(ids: string[], cancel: boolean): Promise<void>
+  /**
+   * Call `listener` when another process made deliveries due (Postgres LISTEN/NOTIFY). Optional:
+   * single-process drivers (SQLite) do not need it. Resolves to an unsubscribe function.
+   */
+  onWork?(listener: () => void): Promise<() => Promise<void>>
   /** Make a delivery due now for one manual attempt; false when there is no such delivery. */
   requeueDelivery(tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean>
   /** Event rows (one per attempted (event, destination) pair), `limit + 1` in display order. */
