@@ -1,0 +1,113 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createOutflow, type Outflow } from '../../src/engine.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { createTestDatabase, postgresAvailable } from '../support/services.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
+
+const worker = join(import.meta.dirname, '../fixtures/scale-worker.ts')
+const EVENTS = 5000
+const DESTINATIONS = 5
+
+interface Instance {
+  proc: ChildProcess
+  delivered: number
+  ready: Promise<void>
+  exited: Promise<unknown>
+}
+
+function startInstance(url: string, leaseMs: number): Instance {
+  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, String(leaseMs)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const instance: Instance = { proc, delivered: 0, ready: undefined as never, exited: new Promise((r) => proc.on('exit', r)) }
+  instance.ready = new Promise((resolve) => {
+    let buffer = ''
+    proc.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString()
+      const lines = buffer.split('\n')
+      buffer = lines.pop()!
+      for (const line of lines) {
+        if (line === 'ready') resolve()
+        const m = /^delivered (\d+)$/.exec(line)
+        if (m) instance.delivered = Number(m[1])
+      }
+    })
+  })
+  return instance
+}
+
+/** A publish-only engine (like an API server) on the shared database, with the tenant and 5 destinations. */
+async function setUp(url: string, receiverUrl: string): Promise<Outflow> {
+  const publisher = await createOutflow({ storage: postgres({ url }), auth: false, allowPrivateNetworks: true, delivery: { worker: false } })
+  await publisher.upsertTenant('scale', {})
+  for (let d = 0; d < DESTINATIONS; d++)
+    await publisher.createDestination('scale', { id: `d${d}`, type: 'webhook', topics: '*', config: { url: `${receiverUrl}/d${d}` } })
+  return publisher
+}
+
+async function publishAll(publisher: Outflow) {
+  for (let i = 0; i < EVENTS; i += 100)
+    await publisher.publishMany(Array.from({ length: 100 }, (_, j) => ({ id: `ev-${i + j}`, tenant_id: 'scale', topic: 'order.created', data: { n: i + j } })))
+}
+
+/** Distinct (destination, webhook-id) pairs received, and the total number of requests. */
+function tally(received: { path: string; headers: Record<string, unknown> }[]) {
+  const pairs = new Set(received.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`))
+  return { distinct: pairs.size, total: received.length }
+}
+
+describe.runIf(postgresAvailable)('many engines on one Postgres', () => {
+  const cleanups: (() => Promise<unknown>)[] = []
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c()
+  })
+
+  it('three instances share 5,000 events × 5 destinations: every delivery arrives, duplicates stay under 0.1 %', async () => {
+    const receiver = await startReceiver()
+    cleanups.push(receiver.close)
+    const db = await createTestDatabase()
+    cleanups.push(db.drop)
+    const publisher = await setUp(db.url, receiver.url)
+    cleanups.push(() => publisher.close())
+    const instances = [0, 1, 2].map(() => startInstance(db.url, 30_000))
+    cleanups.push(async () => {
+      for (const i of instances) i.proc.kill('SIGKILL')
+      await Promise.all(instances.map((i) => i.exited))
+    })
+    await Promise.all(instances.map((i) => i.ready))
+    await publishAll(publisher)
+    await waitFor(() => tally(receiver.received).distinct >= EVENTS * DESTINATIONS, 120_000, 'all 25,000 deliveries')
+    await new Promise((r) => setTimeout(r, 500)) // let stragglers (duplicates, if any) arrive
+    const { distinct, total } = tally(receiver.received)
+    expect(distinct).toBe(EVENTS * DESTINATIONS)
+    expect(total - distinct).toBeLessThan(EVENTS * DESTINATIONS * 0.001)
+    await waitFor(() => instances.reduce((n, i) => n + i.delivered, 0) >= EVENTS * DESTINATIONS, 5_000, 'final counts')
+    // Every instance took a share of the work.
+    for (const i of instances) expect(i.delivered).toBeGreaterThan(0)
+  }, 180_000)
+
+  it('when one instance is killed mid-run, the others complete its leased deliveries once the lease expires', async () => {
+    const receiver = await startReceiver(() => ({ delayMs: 10 }))
+    cleanups.push(receiver.close)
+    const db = await createTestDatabase()
+    cleanups.push(db.drop)
+    const publisher = await setUp(db.url, receiver.url)
+    cleanups.push(() => publisher.close())
+    const instances = [0, 1, 2].map(() => startInstance(db.url, 2_000))
+    cleanups.push(async () => {
+      for (const i of instances) i.proc.kill('SIGKILL')
+      await Promise.all(instances.map((i) => i.exited))
+    })
+    await Promise.all(instances.map((i) => i.ready))
+    await publishAll(publisher)
+    await waitFor(() => instances[0]!.delivered >= 200, 60_000, 'the first instance to be busy')
+    instances[0]!.proc.kill('SIGKILL')
+    await instances[0]!.exited
+    await waitFor(() => tally(receiver.received).distinct >= EVENTS * DESTINATIONS, 150_000, 'all deliveries after the kill')
+    const { distinct } = tally(receiver.received)
+    expect(distinct).toBe(EVENTS * DESTINATIONS)
+    // Nothing is left pending in the database.
+    const leftover = await publisher.storage.claimDueDeliveries({ owner: 'check', now: new Date(Date.now() + 60_000), leaseUntil: new Date(Date.now() + 120_000), limit: 10 })
+    expect(leftover).toEqual([])
+  }, 240_000)
+})
