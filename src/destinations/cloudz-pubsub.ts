@@ -1,57 +1,106 @@
-import type * as PubSubSdk from '@google-cloud/pubsub'
+import type * as PubSubModule from '@google-cloud/pubsub'
 import * as v from 'valibot'
+import { OutflowError, type ErrorData } from '../errors.js'
+import { issuesToData } from '../model/common.js'
 import { loadPeer } from './load-peer.js'
-import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher, PublisherContext, PublisherDestination } from './types.js'
+import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+
+/** GCP project ids (6–30 characters), optionally domain-scoped (`example.com:my-project`). */
+const projectIdPattern = /^([a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/
+/** Pub/Sub topic ids: 3–255 characters, starting with a letter, not with `goog`. */
+const topicPattern = /^(?!goog)[A-Za-z][A-Za-z0-9._~+%-]{2,254}$/
+/** `host:port`, or an http(s) URL of a host with an optional port (the SDK takes no path). */
+const endpointPattern = /^(https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?|[A-Za-z0-9.-]+:\d{1,5})$/
+const maxAttributes = 100
 
 const ConfigSchema = v.strictObject(
   {
-    project_id: v.pipe(
-      v.string('must be a string'),
-      v.minLength(1, 'required'),
-      v.regex(/^[a-z][a-z0-9-:.]{4,61}[a-z0-9]$|^[a-z][a-z0-9-]{0,62}$/, 'must be a Google Cloud project id'),
-    ),
+    project_id: v.pipe(v.string('must be a string'), v.minLength(1, 'required'), v.regex(projectIdPattern, 'must be a Google Cloud project id such as my-project-123')),
     topic: v.pipe(
       v.string('must be a string'),
       v.minLength(1, 'required'),
-      v.maxLength(255, 'must be at most 255 characters'),
-      v.regex(/^[A-Za-z][A-Za-z0-9\-_.~+%]*$/, 'must be a Pub/Sub topic id (start with a letter; letters, digits, - _ . ~ + %)'),
+      v.regex(topicPattern, 'must be a topic id (not the full projects/…/topics/… name): 3–255 letters, digits or . _ ~ + % -, starting with a letter'),
     ),
-    endpoint: v.optional(
-      v.pipe(v.string('must be a string'), v.regex(/^(https?:\/\/)?[A-Za-z0-9.\-[\]:]+(:\d{1,5})?\/?$/, 'must be host:port or a URL of a Pub/Sub endpoint or emulator')),
-    ),
+    endpoint: v.optional(v.pipe(v.string('must be a string'), v.regex(endpointPattern, 'must be host:port or an http(s):// URL of a host, e.g. localhost:8085'))),
   },
   'unexpected field',
 )
 
-/** The service account key: a JSON object (any object when an emulator `endpoint` is set, which needs no auth). */
+/** Parse the key JSON; an object or an error message. */
+function parseKeyJson(text: string): Record<string, unknown> | string {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return 'must be the JSON key file of a service account'
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : 'must be a JSON object'
+}
+
 const CredentialsSchema = v.strictObject(
   {
     service_account_json: v.pipe(
       v.string('must be a string'),
-      v.minLength(2, 'required'),
-      v.check((text) => {
-        try {
-          const parsed: unknown = JSON.parse(text)
-          return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
-        } catch {
-          return false
-        }
-      }, 'must be the JSON key of a service account'),
+      v.minLength(1, 'required'),
+      v.maxLength(32_768, 'must be at most 32768 characters'),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return
+        const parsed = parseKeyJson(dataset.value)
+        // The message never repeats the input: it holds a private key.
+        if (typeof parsed === 'string') addIssue({ message: parsed })
+      }),
     ),
   },
   'unexpected field',
 )
 
+type PubsubConfig = v.InferOutput<typeof ConfigSchema>
+
+/** True when the endpoint is an emulator (not a *.googleapis.com host): plaintext, no auth, as the SDK decides. */
+function isEmulatorEndpoint(endpoint: string | undefined): boolean {
+  if (!endpoint) return false
+  const host = endpoint.replace(/^https?:\/\//, '').split(/[:/]/)[0] ?? ''
+  return !host.endsWith('.googleapis.com')
+}
+
+/** The service-account fields Google auth needs; missing ones reported by name. */
+function serviceAccountIssue(key: Record<string, unknown>): string | undefined {
+  const missing = ['type', 'project_id', 'private_key', 'client_email'].filter((f) => typeof key[f] !== 'string' || key[f] === '')
+  if (missing.length > 0) return `must be a service account key: missing ${missing.join(', ')}`
+  if (key.type !== 'service_account') return 'must be a service account key ("type": "service_account")'
+  return undefined
+}
+
+/** Cross-field rule the two schemas cannot check alone: without an emulator `endpoint`, a complete service-account key (422 data, or undefined). */
+export function pubsubDestinationIssues(config: Record<string, unknown>, credentials: Record<string, unknown>): ErrorData | undefined {
+  const endpoint = typeof config.endpoint === 'string' ? config.endpoint : undefined
+  if (isEmulatorEndpoint(endpoint) || typeof credentials.service_account_json !== 'string') return undefined
+  const key = parseKeyJson(credentials.service_account_json)
+  const issue = typeof key === 'string' ? key : serviceAccountIssue(key)
+  return issue ? { 'credentials.service_account_json': issue } : undefined
+}
+
 const configFields: FieldSpec[] = [
-  { key: 'project_id', type: 'text', label: 'Project ID', description: 'The Google Cloud project that owns the topic.', required: true, sensitive: false },
-  { key: 'topic', type: 'text', label: 'Topic', description: 'The Pub/Sub topic id (not the full path). It must already exist.', required: true, sensitive: false },
+  { key: 'project_id', type: 'text', label: 'Project ID', description: 'The Google Cloud project that owns the topic.', required: true, sensitive: false, pattern: projectIdPattern.source },
+  {
+    key: 'topic',
+    type: 'text',
+    label: 'Topic',
+    description: 'The topic id (the last part of projects/<project>/topics/<topic>). It must already exist.',
+    required: true,
+    sensitive: false,
+    minlength: 3,
+    maxlength: 255,
+    pattern: topicPattern.source,
+  },
   {
     key: 'endpoint',
     type: 'text',
     label: 'Endpoint',
-    description: 'Optional host:port of a Pub/Sub emulator or a regional endpoint. An emulator connection is made without TLS or credentials.',
+    description: 'Overrides the Pub/Sub endpoint: host:port of the Pub/Sub emulator (e.g. localhost:8085, no auth), or a regional *.googleapis.com endpoint.',
     required: false,
     sensitive: false,
+    pattern: endpointPattern.source,
   },
 ]
 
@@ -60,93 +109,159 @@ const credentialFields: FieldSpec[] = [
     key: 'service_account_json',
     type: 'text',
     label: 'Service account key (JSON)',
-    description: 'The JSON key of a service account with the Pub/Sub Publisher role on the topic.',
+    description:
+      'The JSON key file of a service account with the Pub/Sub Publisher role on the topic (with type, project_id, private_key and client_email). With an emulator endpoint any JSON object is accepted, e.g. {}.',
     required: true,
     sensitive: true,
+    minlength: 2,
+    maxlength: 32_768,
   },
 ]
 
-const grpcCodes: Record<number, ErrorKind> = {
+const instructions = `## Deliver events to Google Cloud Pub/Sub
+
+1. Create the **topic** in your project (Outflow does not create it).
+2. Create a service account, grant it the **Pub/Sub Publisher** role (\`roles/pubsub.publisher\`)
+   on the topic, and create a **JSON key** for it.
+3. Enter the project ID, the topic id and paste the whole JSON key file.
+
+For the Pub/Sub emulator set **endpoint** to its \`host:port\` (e.g. \`localhost:8085\`); the emulator
+needs no credentials, so any JSON object (\`{}\`) is accepted as the key.
+
+Each event is published as one message: the data is the event \`data\` as JSON, and the event
+metadata (\`event-id\`, \`topic\`, \`timestamp\`, …) is sent as message attributes (attribute names
+starting with \`goog\` are reserved by Google and skipped).`
+
+const icon =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linecap="round" stroke-linejoin="round"><circle cx="12" cy="12" r="2.5"/><circle cx="5" cy="6" r="2"/><circle cx="19" cy="6" r="2"/><circle cx="12" cy="20" r="2"/><path d="M6.7 7.2l3.4 3M17.3 7.2l-3.4 3M12 14.5V18"/></svg>'
+
+/** Metadata as Pub/Sub attributes: reserved (`goog…`) or oversized keys and values are skipped, at most 100 kept. */
+function pubsubAttributes(metadata: Record<string, string>): Record<string, string> {
+  const attributes: Record<string, string> = {}
+  let count = 0
+  for (const [name, value] of Object.entries(metadata)) {
+    if (count === maxAttributes) break
+    // Pub/Sub rejects the whole publish for one bad attribute, so a bad one is dropped instead.
+    if (name === '' || /^goog/i.test(name) || Buffer.byteLength(name) > 256 || typeof value !== 'string' || Buffer.byteLength(value) > 1024) continue
+    attributes[name] = value
+    count++
+  }
+  return attributes
+}
+
+/** gRPC status code -> what went wrong. */
+const grpcKinds: Record<number, ErrorKind> = {
   3: 'rejected', // INVALID_ARGUMENT
-  4: 'timeout', // DEADLINE_EXCEEDED
+  4: 'network', // DEADLINE_EXCEEDED
   5: 'not_found', // NOT_FOUND
   7: 'authentication', // PERMISSION_DENIED
   8: 'throttled', // RESOURCE_EXHAUSTED
+  9: 'rejected', // FAILED_PRECONDITION
   14: 'network', // UNAVAILABLE
   16: 'authentication', // UNAUTHENTICATED
 }
+const grpcNames = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED']
 
-/** A failed publish as an attempt result; the message is the SDK's, which carries no key material. */
-export function pubsubFailure(err: unknown): AttemptResult {
-  const e = err as { code?: unknown; details?: unknown; message?: unknown }
-  const kind = typeof e.code === 'number' ? grpcCodes[e.code] : undefined
-  const detail = typeof e.details === 'string' && e.details ? e.details : String(e.message ?? err)
-  return { ok: false, error_kind: kind ?? (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|socket/i.test(detail) ? 'network' : 'unknown'), error: `Pub/Sub publish failed: ${detail}` }
-}
-
-async function createPublisher(destination: PublisherDestination, context: PublisherContext): Promise<Publisher> {
-  const config = v.parse(ConfigSchema, destination.config)
-  const credentials = v.parse(CredentialsSchema, destination.credentials)
-  const { PubSub } = await loadPeer<typeof PubSubSdk>('@google-cloud/pubsub')
-  const key = JSON.parse(credentials.service_account_json) as Record<string, unknown>
-  const client = new PubSub({
-    projectId: config.project_id,
-    ...(config.endpoint ? { apiEndpoint: config.endpoint.replace(/^https?:\/\//, '').replace(/\/$/, ''), emulatorMode: true } : { credentials: key }),
-  })
-  // One message per call: the pipeline batches work, and an attempt must map to one publish.
-  const topic = client.topic(config.topic, { batching: { maxMessages: 1, maxMilliseconds: 0 }, gaxOpts: { timeout: context.timeoutMs, maxRetries: 0 } })
-  return {
-    async publish(message) {
-      let timer: NodeJS.Timeout | undefined
-      try {
-        const deadline = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${context.timeoutMs} ms`), { code: 4 })), context.timeoutMs)
-        })
-        const messageId = await Promise.race([
-          topic.publishMessage({ data: Buffer.from(JSON.stringify(message.data)), attributes: message.metadata }),
-          deadline,
-        ])
-        return { ok: true, response_body: JSON.stringify({ message_id: messageId }) }
-      } catch (err) {
-        return pubsubFailure(err)
-      } finally {
-        clearTimeout(timer)
-      }
-    },
-    async close() {
-      await topic.flush().catch(() => undefined)
-      await client.close()
-    },
+/** Map a gax/gRPC or Google auth error to an ErrorKind and the code to show. */
+function classifyPubsubError(err: unknown): { kind: ErrorKind; code: string } {
+  const e = (err ?? {}) as { code?: unknown; message?: unknown }
+  const message = typeof e.message === 'string' ? e.message : ''
+  // Key parsing and token exchange fail before the call; gRPC reports those as UNAVAILABLE ("Getting metadata from plugin failed").
+  if (/Getting metadata from plugin failed|invalid_grant|invalid_client|unauthorized_client|DECODER routines|No key or keyFile set|Could not load the default credentials|does not contain a client_email/i.test(message)) {
+    return { kind: 'authentication', code: typeof e.code === 'number' ? (grpcNames[e.code] ?? 'AUTH') : 'AUTH' }
   }
+  if (typeof e.code === 'number') return { kind: grpcKinds[e.code] ?? 'unknown', code: grpcNames[e.code] ?? String(e.code) }
+  if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return { kind: 'network', code: e.code }
+  return { kind: 'unknown', code: 'ERROR' }
 }
 
-/** Google Cloud Pub/Sub: each event is one message, data = the event's JSON, attributes = metadata. */
+/** A failed attempt with a secret-free text such as `NOT_FOUND: 5 NOT_FOUND: Topic not found`. */
+function failure(err: unknown, privateKey: string | undefined): AttemptResult {
+  const { kind, code } = classifyPubsubError(err)
+  let text = typeof err === 'object' && err !== null && 'message' in err ? String((err as { message: unknown }).message) : String(err)
+  if (privateKey && privateKey.length >= 16) text = text.split(privateKey).join('****')
+  // A PEM block can surface in parse errors: never record one.
+  text = text.replace(/-----BEGIN [^-]+-----[\s\S]*?(-----END [^-]+-----|$)/g, '****')
+  return { ok: false, error_kind: kind, error: text.startsWith(code) || /^\d+ [A-Z_]+:/.test(text) ? text : `${code}: ${text}`, response_status_code: null, response_body: null }
+}
+
+/** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
+function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefix: string): v.InferOutput<S> {
+  const result = v.safeParse(schema, input)
+  if (result.success) return result.output
+  throw new OutflowError('validation', `invalid cloudz_pubsub ${prefix}`, { data: issuesToData(result.issues, prefix) })
+}
+
+/** The PubSub client options: emulator mode (plaintext, no auth) or a service-account key; and the key to scrub from errors. */
+function clientOptions(config: PubsubConfig, keyJson: string, userAgent: string): { options: PubSubModule.ClientConfig; privateKey?: string } {
+  const options: PubSubModule.ClientConfig = { projectId: config.project_id }
+  // gax hands `grpc.*` options to the channel (the typings do not list them): the user-agent names Outflow.
+  Object.assign(options, { 'grpc.primary_user_agent': userAgent })
+  if (config.endpoint) options.apiEndpoint = config.endpoint
+  if (isEmulatorEndpoint(config.endpoint)) {
+    options.emulatorMode = true
+    // A fixed universe keeps google-auth from probing for default credentials (it would call the GCE metadata server).
+    options.universeDomain = 'googleapis.com'
+    return { options }
+  }
+  // Checked by pubsubDestinationIssues before we get here.
+  const key = parseKeyJson(keyJson) as Record<string, string | undefined>
+  options.credentials = { client_email: key.client_email, private_key: key.private_key, universe_domain: key.universe_domain }
+  return { options, privateKey: key.private_key }
+}
+
+/** Google Cloud Pub/Sub: one Publish per delivery, data = data JSON, attributes = metadata. */
 export const cloudzPubsub: DestinationTypeDefinition = {
   type: 'cloudz_pubsub',
+  validate: pubsubDestinationIssues,
   label: 'Google Cloud Pub/Sub',
   description: 'Publish events as messages to a Google Cloud Pub/Sub topic.',
-  icon: '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" fill="none" stroke="currentColor" stroke-width="1.5"><circle cx="12" cy="12" r="2.5"/><circle cx="5" cy="6" r="2"/><circle cx="19" cy="6" r="2"/><circle cx="12" cy="20" r="2"/><path d="M6.7 7.2 10 10.5M17.3 7.2 14 10.5M12 14.5V18"/></svg>',
-  instructions: [
-    '## Send events to Google Cloud Pub/Sub',
-    '',
-    '1. Create a topic: `gcloud pubsub topics create outflow-events`.',
-    '2. Create a service account and give it the **Pub/Sub Publisher** role on the topic:',
-    '   `gcloud pubsub topics add-iam-policy-binding outflow-events --member=serviceAccount:SA_EMAIL --role=roles/pubsub.publisher`.',
-    '3. Create a JSON key for it (`gcloud iam service-accounts keys create key.json --iam-account=SA_EMAIL`) and paste the file content as the service account key.',
-    '4. Enter the project id and the topic id.',
-    '',
-    'Each event becomes one message whose data is the event JSON; the attributes carry `event-id`, `topic`, `timestamp` and the metadata.',
-    'For the Pub/Sub emulator set **Endpoint** to its `host:port`; any JSON object (e.g. `{}`) is then accepted as the key.',
-  ].join('\n'),
-  remote_setup_url: 'https://console.cloud.google.com/cloudpubsub/topic/list',
+  icon,
+  instructions,
   config_fields: configFields,
   credential_fields: credentialFields,
-  configSchema: ConfigSchema as v.GenericSchema<unknown, Record<string, unknown>>,
-  credentialsSchema: CredentialsSchema as v.GenericSchema<unknown, Record<string, unknown>>,
+  configSchema: ConfigSchema,
+  credentialsSchema: CredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
-  target: (config) => `${String(config.project_id)}/${String(config.topic)}`,
-  targetUrl: (config) =>
-    `https://console.cloud.google.com/cloudpubsub/topic/detail/${encodeURIComponent(String(config.topic))}?project=${encodeURIComponent(String(config.project_id))}`,
-  createPublisher,
+  target: (config) => (typeof config.project_id === 'string' && typeof config.topic === 'string' ? `${config.project_id}/${config.topic}` : undefined),
+  /** The Cloud Console page of the topic; none for an emulator. */
+  targetUrl(config) {
+    if (typeof config.project_id !== 'string' || typeof config.topic !== 'string') return undefined
+    if (isEmulatorEndpoint(typeof config.endpoint === 'string' ? config.endpoint : undefined)) return undefined
+    return `https://console.cloud.google.com/cloudpubsub/topic/detail/${encodeURIComponent(config.topic)}?project=${encodeURIComponent(config.project_id)}`
+  },
+  async createPublisher(destination, context): Promise<Publisher> {
+    const config = parseStored(ConfigSchema, destination.config, 'config')
+    const { service_account_json: keyJson } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
+    const issues = pubsubDestinationIssues(config, { service_account_json: keyJson })
+    if (issues) throw new OutflowError('validation', 'invalid cloudz_pubsub credentials', { data: issues })
+    const { PubSub } = await loadPeer<typeof PubSubModule>('@google-cloud/pubsub')
+    const { options, privateKey } = clientOptions(config, keyJson, context.userAgent)
+    const client = new PubSub(options)
+    const topic = client.topic(config.topic, {
+      // One message per Publish call, sent at once: each delivery is its own attempt.
+      batching: { maxMessages: 1, maxMilliseconds: 0 },
+      // The delivery pipeline owns retries; the SDK's own (up to 10 minutes) would hide failures.
+      gaxOpts: { timeout: context.timeoutMs, retry: null },
+    })
+    let closed = false
+    return {
+      async publish(message) {
+        if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        try {
+          const data = Buffer.from(JSON.stringify(message.data ?? null), 'utf8')
+          const messageId = await topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) })
+          return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: messageId }) }
+        } catch (err) {
+          return failure(err, privateKey)
+        }
+      },
+      async close() {
+        if (closed) return
+        closed = true
+        await client.close()
+      },
+    }
+  },
 }

@@ -134,6 +134,8 @@ export interface DestinationTypeDefinition extends DestinationTypeSchema {
   credentialsRequired: boolean
   /** Credential keys returned unmasked even though they are sensitive (the webhook secret). */
   revealedCredentials?: readonly string[]
+  /** Checks that need config and credentials together (after each passed its own schema); 422 data or undefined. */
+  validate?(config: Record<string, unknown>, credentials: Record<string, unknown>): Record<string, string> | undefined
   /** Turn validated credentials into what is stored (generate/rotate secrets). Default: as is. */
   prepareCredentials?(input: CredentialsInput): Record<string, unknown>
   /** Short display string of where events go, e.g. `orders-queue`. */

@@ -99,6 +99,7 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
   const config = validateAgainst(def.configSchema, input.config ?? {}, 'config', data)
   const credentials = validateAgainst(def.credentialsSchema, input.credentials ?? {}, 'credentials', data)
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
+  if (Object.keys(data).length === 0) Object.assign(data, def.validate?.(config, credentials) ?? {})
   if (Object.keys(data).length) fail(data)
 
   const now = ctx.now()
@@ -158,6 +159,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
   if (mergedCredentials === null && def.credentialsRequired) data.credentials = 'required'
   const credentials = validateAgainst(def.credentialsSchema, mergedCredentials ?? {}, 'credentials', data)
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
+  if (Object.keys(data).length === 0) Object.assign(data, def.validate?.(config, credentials) ?? {})
   if (Object.keys(data).length) fail(data)
 
   const now = ctx.now()

@@ -138,13 +138,18 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
       streaks.set(key, s)
     }
     const result: DestinationStreak[] = []
-    for (const s of streaks.values()) {
+    // Fixed order, so instances updating the same destinations cannot deadlock.
+    const ordered = [...streaks.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, s]) => s)
+    for (const s of ordered) {
+      const match = and(eq(destinations.tenant_id, s.tenant_id), eq(destinations.id, s.destination_id))
+      if (s.reset && s.failures === 0) {
+        // The common case, a success on a healthy destination: no write, so no lock on a hot row.
+        await db.update(destinations).set({ consecutive_failures: 0 }).where(and(match, sql`${destinations.consecutive_failures} <> 0`))
+        result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: 0 })
+        continue
+      }
       const value = s.reset ? sql`${s.failures}` : sql`${destinations.consecutive_failures} + ${s.failures}`
-      const [row] = await db
-        .update(destinations)
-        .set({ consecutive_failures: value })
-        .where(and(eq(destinations.tenant_id, s.tenant_id), eq(destinations.id, s.destination_id)))
-        .returning({ n: destinations.consecutive_failures })
+      const [row] = await db.update(destinations).set({ consecutive_failures: value }).where(match).returning({ n: destinations.consecutive_failures })
       if (row) result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: row.n })
     }
     return result

@@ -18,9 +18,9 @@ const samples: Record<string, { body: Record<string, unknown>; required: string 
   cloudx_s3: { body: { config: { bucket: 'events', region: 'us-east-1' }, credentials: aws }, required: 'config.bucket' },
   cloudz_pubsub: {
     body: {
-      config: { project_id: 'proj', topic: 'events' },
+      config: { project_id: 'my-project', topic: 'events' },
       credentials: {
-        service_account_json: JSON.stringify({ type: 'service_account', project_id: 'proj', private_key: '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n', client_email: 'a@proj.iam.gserviceaccount.com' }),
+        service_account_json: JSON.stringify({ type: 'service_account', project_id: 'my-project', private_key: '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n', client_email: 'a@my-project.iam.gserviceaccount.com' }),
       },
     },
     required: 'config.project_id',
@@ -94,6 +94,14 @@ for (const kind of engineKinds()) {
         const err = await rejects(() => outflow.createDestination(T, { type, topics: ['order.created'], ...body }), 422)
         expect(err.data).toHaveProperty(['credentials.surprise'])
       })
+    })
+
+    it('checks a Pub/Sub service account key against its config: a full key without an emulator endpoint', async () => {
+      const base = { type: 'cloudz_pubsub', topics: '*', config: { project_id: 'my-project', topic: 'events' } }
+      const err = await rejects(() => outflow.createDestination(T, { ...base, credentials: { service_account_json: '{}' } }), 422)
+      expect(err.data).toHaveProperty(['credentials.service_account_json'])
+      const emulated = await outflow.createDestination(T, { ...base, config: { ...base.config, endpoint: 'localhost:8085' }, credentials: { service_account_json: '{}' } })
+      expect(emulated.config.endpoint).toBe('localhost:8085')
     })
 
     it('accepts free-form relay config and webhook without credentials', async () => {

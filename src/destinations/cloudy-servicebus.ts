@@ -1,0 +1,262 @@
+import type * as ServiceBus from '@azure/service-bus'
+import * as v from 'valibot'
+import { OutflowError } from '../errors.js'
+import { issuesToData } from '../model/common.js'
+import { loadPeer } from './load-peer.js'
+import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+
+/** Queue and topic names: letters, digits, `. - _ /` (nested paths), 1–260 characters, not starting or ending with a separator. */
+const entityNamePattern = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,258}[A-Za-z0-9_])?$/
+const endpointPattern = /^sb:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?\/?$/
+const knownKeys = new Set(['Endpoint', 'SharedAccessKeyName', 'SharedAccessKey', 'SharedAccessSignature', 'EntityPath', 'UseDevelopmentEmulator'])
+
+/** The parts of a Service Bus connection string, by key. */
+type ConnectionParts = Map<string, string>
+
+/** Parse and check a connection string; returns an error message (never echoing a key) instead of throwing. */
+function parseConnectionString(text: string): ConnectionParts | string {
+  const parts: ConnectionParts = new Map()
+  for (const raw of text.trim().split(';')) {
+    const part = raw.trim()
+    if (part === '') continue
+    const eq = part.indexOf('=')
+    if (eq <= 0) return 'must be a list of Key=Value pairs separated by ";"'
+    const key = part.slice(0, eq).trim()
+    if (!knownKeys.has(key)) return `unknown key "${key.slice(0, 40)}"; expected Endpoint, SharedAccessKeyName, SharedAccessKey (or SharedAccessSignature), EntityPath, UseDevelopmentEmulator`
+    parts.set(key, part.slice(eq + 1).trim())
+  }
+  const endpoint = parts.get('Endpoint')
+  if (!endpoint) return 'must contain Endpoint=sb://<namespace>.servicebus.windows.net/'
+  if (!endpointPattern.test(endpoint)) return 'Endpoint must be sb://<host>[:port]/'
+  const emulator = parts.get('UseDevelopmentEmulator')
+  if (emulator !== undefined && emulator !== 'true' && emulator !== 'false') return 'UseDevelopmentEmulator must be true or false'
+  const sas = parts.get('SharedAccessSignature')
+  if (sas !== undefined) {
+    if (parts.has('SharedAccessKey') || parts.has('SharedAccessKeyName')) return 'must not contain both SharedAccessSignature and SharedAccessKey'
+    if (!sas.startsWith('SharedAccessSignature ')) return 'SharedAccessSignature must be a token starting with "SharedAccessSignature sr="'
+    return parts
+  }
+  if (!parts.get('SharedAccessKeyName') || !parts.get('SharedAccessKey')) return 'must contain SharedAccessKeyName and SharedAccessKey'
+  return parts
+}
+
+const ConfigSchema = v.strictObject(
+  {
+    name: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'required'),
+      v.maxLength(260, 'must be at most 260 characters'),
+      v.regex(entityNamePattern, 'must be a queue or topic name: letters, digits, ".", "-", "_" and "/"'),
+    ),
+  },
+  'unexpected field',
+)
+
+const CredentialsSchema = v.strictObject(
+  {
+    connection_string: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'required'),
+      v.maxLength(4096, 'must be at most 4096 characters'),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return
+        const parsed = parseConnectionString(dataset.value)
+        if (typeof parsed === 'string') addIssue({ message: parsed })
+      }),
+    ),
+  },
+  'unexpected field',
+)
+
+type ServiceBusConfig = v.InferOutput<typeof ConfigSchema>
+
+const configFields: FieldSpec[] = [
+  {
+    key: 'name',
+    type: 'text',
+    label: 'Queue or topic',
+    description: 'The name of the queue or topic that receives the events. It must already exist.',
+    required: true,
+    sensitive: false,
+    minlength: 1,
+    maxlength: 260,
+    pattern: entityNamePattern.source,
+  },
+]
+
+const credentialFields: FieldSpec[] = [
+  {
+    key: 'connection_string',
+    type: 'text',
+    label: 'Connection string',
+    description:
+      'A connection string of a shared access policy with the Send claim: Endpoint=sb://<namespace>.servicebus.windows.net/;SharedAccessKeyName=<policy>;SharedAccessKey=<key>. For the local emulator add UseDevelopmentEmulator=true.',
+    required: true,
+    sensitive: true,
+    minlength: 1,
+    maxlength: 4096,
+  },
+]
+
+const instructions = `## Deliver events to Azure Service Bus
+
+1. Create the **queue** or **topic** in your Service Bus namespace (Outflow does not create it).
+2. Under *Shared access policies* of the queue/topic (or of the namespace), add a policy with the
+   **Send** claim and copy its **primary connection string**:
+   \`Endpoint=sb://<namespace>.servicebus.windows.net/;SharedAccessKeyName=<policy>;SharedAccessKey=<key>\`.
+   A policy on the queue/topic itself adds \`EntityPath=<name>\`, which must match the name below.
+3. Enter the queue or topic name and the connection string.
+
+For the Service Bus emulator use its connection string, which ends with \`UseDevelopmentEmulator=true\`
+(plain AMQP on port 5672, without TLS: use it only for local development).
+
+Each event is sent as one message: the body is the event \`data\` as JSON
+(\`content-type: application/json\`), \`messageId\` is the event id (so duplicate detection drops
+redeliveries), \`subject\` is the topic, and the event metadata (\`event-id\`, \`topic\`,
+\`timestamp\`, …) is sent as application properties.`
+
+const icon =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linecap="round" stroke-linejoin="round"><path d="M3 8l9-5 9 5v8l-9 5-9-5z"/><path d="M7 12h7M11 9l3 3-3 3"/></svg>'
+
+const codeKinds: Record<string, ErrorKind> = {
+  UnauthorizedAccess: 'authentication',
+  MessagingEntityNotFound: 'not_found',
+  MessagingEntityDisabled: 'configuration',
+  ServiceBusy: 'throttled',
+  QuotaExceeded: 'throttled',
+  ServiceCommunicationProblem: 'network',
+  ServiceTimeout: 'timeout',
+  MessageSizeExceeded: 'rejected',
+}
+
+/** Map an SDK error to an ErrorKind and the code to show. */
+function classifyServiceBusError(err: unknown): { kind: ErrorKind; code: string } {
+  const e = (err ?? {}) as { name?: unknown; code?: unknown; message?: unknown }
+  const code = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'Error'
+  const message = typeof e.message === 'string' ? e.message : ''
+  if (e.name === 'ServiceBusError') {
+    const kind = codeKinds[code]
+    if (kind) return { kind, code }
+    // GeneralError carries the AMQP condition in its message.
+    if (/unauthorized|InvalidSignature|ExpiredToken/i.test(message)) return { kind: 'authentication', code }
+    if (/not-found|could not be found/i.test(message)) return { kind: 'not_found', code }
+    return { kind: 'unknown', code }
+  }
+  if (e.name === 'AbortError' || e.name === 'TimeoutError' || e.name === 'OperationTimeoutError') return { kind: 'timeout', code: String(e.name) }
+  if (/^E[A-Z]+$/.test(code) || /ECONNREFUSED|ECONNRESET|ENOTFOUND|socket/i.test(message)) return { kind: 'network', code }
+  // Thrown synchronously by the SDK for a connection string or name it cannot use (e.g. EntityPath mismatch).
+  if (e.name === 'TypeError' || /connection string|EntityPath|queue or topic name/i.test(message)) return { kind: 'configuration', code }
+  return { kind: 'unknown', code }
+}
+
+/** Remove the key, the SAS token and the whole connection string from a text before it is recorded. */
+function redact(text: string, connectionString: string): string {
+  const parts = parseConnectionString(connectionString)
+  const secrets = [connectionString, ...(typeof parts === 'string' ? [] : [parts.get('SharedAccessKey'), parts.get('SharedAccessSignature')])]
+  let out = text
+  for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('****')
+  return out
+}
+
+/** A failed attempt with a short, secret-free text such as `MessagingEntityNotFound: …`. */
+function failure(err: unknown, connectionString: string): AttemptResult {
+  const { kind, code } = classifyServiceBusError(err)
+  const raw = typeof err === 'object' && err !== null && 'message' in err ? String((err as { message: unknown }).message) : String(err)
+  const message = redact(raw, connectionString)
+  const error =
+    kind === 'network' ? `could not reach Service Bus: ${message}` : kind === 'timeout' ? `Service Bus did not answer in time: ${message}` : `${code}: ${message}`
+  return { ok: false, error_kind: kind, error, response_status_code: null, response_body: null }
+}
+
+/** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
+function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefix: string): v.InferOutput<S> {
+  const result = v.safeParse(schema, input)
+  if (result.success) return result.output
+  throw new OutflowError('validation', `invalid cloudy_servicebus ${prefix}`, { data: issuesToData(result.issues, prefix) })
+}
+
+/** One client and one sender, opened by the first publish and kept for the next ones. */
+interface Connection {
+  client: ServiceBus.ServiceBusClient
+  sender: ServiceBus.ServiceBusSender
+}
+
+/** Azure Service Bus: one message per delivery to a queue or topic, application properties = metadata. */
+export const cloudyServicebus: DestinationTypeDefinition = {
+  type: 'cloudy_servicebus',
+  label: 'Azure Service Bus',
+  description: 'Send events as messages to an Azure Service Bus queue or topic.',
+  icon,
+  instructions,
+  config_fields: configFields,
+  credential_fields: credentialFields,
+  configSchema: ConfigSchema,
+  credentialsSchema: CredentialsSchema,
+  configRequired: true,
+  credentialsRequired: true,
+  target: (config) => (typeof config.name === 'string' ? config.name : undefined),
+  async createPublisher(destination, context): Promise<Publisher> {
+    const config: ServiceBusConfig = parseStored(ConfigSchema, destination.config, 'config')
+    const { connection_string: connectionString } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
+    const sdk = await loadPeer<typeof ServiceBus>('@azure/service-bus')
+    let connection: Connection | undefined
+    let closed = false
+
+    /** The client and sender; created lazily so a connection string the SDK refuses becomes a failed attempt, not a thrown error. */
+    function open(): Connection {
+      if (connection) return connection
+      const client = new sdk.ServiceBusClient(connectionString, {
+        // The delivery pipeline owns retries; one try, bounded by the attempt timeout, fails fast.
+        retryOptions: { maxRetries: 0, timeoutInMs: context.timeoutMs },
+        userAgentOptions: { userAgentPrefix: context.userAgent },
+      })
+      try {
+        connection = { client, sender: client.createSender(config.name) }
+      } catch (err) {
+        void client.close().catch(() => {})
+        throw err
+      }
+      return connection
+    }
+
+    const closing = new Set<Promise<void>>()
+    /** Forget the current client and close it in the background; close() waits for it. */
+    function discard(): void {
+      const current = connection
+      connection = undefined
+      if (!current) return
+      const done = current.sender
+        .close()
+        .catch(() => {})
+        .then(() => current.client.close())
+        .catch(() => {})
+        .finally(() => closing.delete(done))
+      closing.add(done)
+    }
+
+    return {
+      async publish(message) {
+        if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        try {
+          const { sender } = open()
+          await sender.sendMessages(
+            { body: message.data, contentType: 'application/json', messageId: message.id, subject: message.topic, applicationProperties: message.metadata },
+            { abortSignal: AbortSignal.timeout(context.timeoutMs) },
+          )
+          return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: message.id }) }
+        } catch (err) {
+          const result = failure(err, connectionString)
+          // A broken connection or link is rebuilt by the next attempt rather than trusted to recover.
+          if (result.error_kind !== 'rejected' && result.error_kind !== 'throttled') discard()
+          return result
+        }
+      },
+      async close() {
+        if (closed) return
+        closed = true
+        discard()
+        await Promise.all(closing)
+      },
+    }
+  },
+}

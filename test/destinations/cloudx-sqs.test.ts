@@ -1,0 +1,245 @@
+import net from 'node:net'
+import * as v from 'valibot'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { cloudxSqs, regionFromQueueUrl } from '../../src/destinations/cloudx-sqs.js'
+import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { startFakeSqs, type FakeSqs } from '../fakes/sqs-server.js'
+
+const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5000, userAgent: 'outflow/test' }
+const key = 'AKIAFAKEOUTFLOW00001'
+const secret = 'fake-secret-0123456789abcdefghijklmnopqrs'
+
+function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
+  return {
+    id: 'evt_1',
+    tenant_id: 'acme',
+    destination_id: 'des_sqs',
+    topic: 'order.created',
+    time: new Date('2025-01-02T03:04:05Z'),
+    data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
+    metadata: { 'event-id': 'evt_1', topic: 'order.created', timestamp: '1735787045' },
+    attempt: 1,
+    ...overrides,
+  }
+}
+
+function destination(config: Record<string, unknown>, credentials: Record<string, unknown> = { key, secret }): PublisherDestination {
+  return { id: 'des_sqs', tenant_id: 'acme', type: 'cloudx_sqs', config, credentials }
+}
+
+/** A loopback port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as net.AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+describe('cloudx_sqs destination', () => {
+  let sqs: FakeSqs
+  const publishers: Publisher[] = []
+
+  async function publisherFor(config: Record<string, unknown>, credentials?: Record<string, unknown>): Promise<Publisher> {
+    const publisher = await cloudxSqs.createPublisher(destination(config, credentials), context)
+    publishers.push(publisher)
+    return publisher
+  }
+
+  beforeAll(async () => {
+    sqs = await startFakeSqs({ accessKeyId: key, secretAccessKey: secret, queues: ['orders', 'orders.fifo'] })
+  })
+  afterAll(async () => {
+    await Promise.all(publishers.map((p) => p.close()))
+    await sqs.close()
+  })
+
+  describe('delivery', () => {
+    it('sends the data as the JSON body and the metadata as String attributes to the queue', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      const before = sqs.messages.length
+      const result = await publisher.publish(message())
+      expect(result.ok).toBe(true)
+      expect(result.response_status_code).toBe(200)
+      expect(JSON.parse(result.response_body!).message_id).toMatch(/^[0-9a-f-]{36}$/)
+      const sent = sqs.messages[before]!
+      expect(sent.queueUrl).toBe(sqs.queueUrl('orders'))
+      expect(JSON.parse(sent.body)).toEqual(message().data)
+      expect(sent.attributes).toEqual({
+        'event-id': { DataType: 'String', StringValue: 'evt_1' },
+        topic: { DataType: 'String', StringValue: 'order.created' },
+        timestamp: { DataType: 'String', StringValue: '1735787045' },
+      })
+      expect(sent.accessKeyId).toBe(key)
+      expect(sent.userAgent).toContain('outflow/test')
+      expect(sent.groupId).toBeUndefined()
+    })
+
+    it('keeps the first 10 valid attributes in the given order and skips names SQS rejects', async () => {
+      const metadata: Record<string, string> = { 'event-id': 'evt_2', topic: 'order.created', timestamp: '1' }
+      Object.assign(metadata, { 'AWS.reserved': 'x', 'has space': 'x', 'a..b': 'x', '.lead': 'x', empty: '' })
+      for (let i = 1; i <= 10; i++) metadata[`k${i}`] = `v${i}`
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      const before = sqs.messages.length
+      expect((await publisher.publish(message({ id: 'evt_2', metadata }))).ok).toBe(true)
+      expect(Object.keys(sqs.messages[before]!.attributes)).toEqual(['event-id', 'topic', 'timestamp', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7'])
+    })
+
+    it('sends FIFO messages in one group per destination, deduplicated by event id', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders.fifo'), endpoint: sqs.endpoint })
+      const before = sqs.messages.length
+      const result = await publisher.publish(message({ id: 'evt_fifo' }))
+      expect(result.ok).toBe(true)
+      expect(JSON.parse(result.response_body!).sequence_number).toMatch(/^\d{20}$/)
+      expect(sqs.messages[before]).toMatchObject({ queueName: 'orders.fifo', groupId: 'des_sqs', deduplicationId: 'evt_fifo' })
+    })
+
+    it('signs with the region parsed from an AWS queue URL, else us-east-1, unless one is configured', async () => {
+      const aws = await publisherFor({ queue_url: 'https://sqs.eu-west-2.amazonaws.com/123456789012/orders', endpoint: sqs.endpoint })
+      const plain = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      const explicit = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint, region: 'ap-south-1' })
+      const before = sqs.messages.length
+      for (const p of [aws, plain, explicit]) expect((await p.publish(message())).ok).toBe(true)
+      expect(sqs.messages.slice(before).map((m) => m.region)).toEqual(['eu-west-2', 'us-east-1', 'ap-south-1'])
+    })
+
+    it('uses the queue URL host when no endpoint is configured', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders') })
+      const before = sqs.messages.length
+      expect((await publisher.publish(message())).ok).toBe(true)
+      expect(sqs.messages.length).toBe(before + 1)
+    })
+
+    it('sends the session token of temporary credentials', async () => {
+      const withToken = await startFakeSqs({ accessKeyId: key, secretAccessKey: secret, queues: ['orders'], sessionToken: 'session-token-xyz' })
+      try {
+        const ok = await cloudxSqs.createPublisher(destination({ queue_url: withToken.queueUrl('orders') }, { key, secret, session: 'session-token-xyz' }), context)
+        const missing = await cloudxSqs.createPublisher(destination({ queue_url: withToken.queueUrl('orders') }), context)
+        expect((await ok.publish(message())).ok).toBe(true)
+        expect(withToken.messages[0]!.sessionToken).toBe('session-token-xyz')
+        expect(await missing.publish(message())).toMatchObject({ ok: false, error_kind: 'authentication' })
+        await Promise.all([ok.close(), missing.close()])
+      } finally {
+        await withToken.close()
+      }
+    })
+
+    it('reuses one client and connection across publishes, and close() releases it', async () => {
+      const own = await startFakeSqs({ accessKeyId: key, secretAccessKey: secret, queues: ['orders'] })
+      try {
+        const publisher = await cloudxSqs.createPublisher(destination({ queue_url: own.queueUrl('orders'), endpoint: own.endpoint }), context)
+        expect((await publisher.publish(message())).ok).toBe(true)
+        expect((await publisher.publish(message({ id: 'evt_again' }))).ok).toBe(true)
+        expect(own.messages.map((m) => m.connection)).toEqual([0, 0])
+        expect(own.connections.opened).toBe(1)
+        await publisher.close()
+        await vi.waitFor(() => expect(own.connections.closed).toBe(1))
+        expect(await publisher.publish(message())).toMatchObject({ ok: false })
+      } finally {
+        await own.close()
+      }
+    })
+  })
+
+  describe('failures', () => {
+    it('reports a missing queue as not_found', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('missing'), endpoint: sqs.endpoint })
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'not_found', response_status_code: 400 })
+      expect(result.error).toMatch(/QueueDoesNotExist|NonExistentQueue/)
+      expect(result.error).toContain('does not exist')
+    })
+
+    it('reports an unknown access key as authentication, without the secret in the text', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint }, { key: 'AKIAUNKNOWNKEY000000', secret })
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'authentication' })
+      expect(result.error).toMatch(/InvalidClientTokenId|UnrecognizedClient/)
+      expect(JSON.stringify(result)).not.toContain(secret)
+    })
+
+    it('reports a wrong secret (signature mismatch) as authentication, without the secret in the text', async () => {
+      const wrong = 'wrong-secret-zyxwvutsrqponmlkjihgfedcba'
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint }, { key, secret: wrong })
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'authentication' })
+      expect(result.error).toContain('SignatureDoesNotMatch')
+      expect(JSON.stringify(result)).not.toContain(wrong)
+    })
+
+    it('reports throttling as throttled and an oversized message as rejected', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      sqs.failNext({ status: 400, type: 'com.amazonaws.sqs#RequestThrottled', queryError: 'RequestThrottled;Sender', message: 'Rate exceeded' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'throttled' })
+      sqs.failNext({
+        status: 400,
+        type: 'com.amazonaws.sqs#InvalidParameterValue',
+        queryError: 'InvalidParameterValue;Sender',
+        message: 'One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.',
+      })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'rejected' })
+    })
+
+    it('reports an unreachable endpoint as network', async () => {
+      const port = await closedPort()
+      const publisher = await publisherFor({ queue_url: `http://127.0.0.1:${port}/000000000000/orders` })
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(result.error).toContain('ECONNREFUSED')
+    })
+  })
+
+  describe('schemas', () => {
+    const config = (input: unknown) => v.safeParse(cloudxSqs.configSchema, input)
+    const credentials = (input: unknown) => v.safeParse(cloudxSqs.credentialsSchema, input)
+
+    it('accepts a queue URL with an optional region and endpoint', () => {
+      expect(config({ queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders' }).success).toBe(true)
+      expect(config({ queue_url: 'http://localhost:4566/000000000000/jobs.fifo', region: 'eu-central-1', endpoint: 'http://localhost:4566' }).success).toBe(true)
+    })
+
+    it('rejects a missing queue_url, an unexpected field, a bad URL, region or endpoint', () => {
+      expect(config({}).success).toBe(false)
+      expect(config({ queue_url: 'https://sqs.us-east-1.amazonaws.com/1/orders', queue: 'x' }).success).toBe(false)
+      expect(config({ queue_url: 'not a url' }).success).toBe(false)
+      expect(config({ queue_url: 'ftp://sqs.us-east-1.amazonaws.com/1/orders' }).success).toBe(false)
+      expect(config({ queue_url: 'https://sqs.us-east-1.amazonaws.com/' }).success).toBe(false)
+      expect(config({ queue_url: 'https://AKIA:secret@sqs.us-east-1.amazonaws.com/1/orders' }).success).toBe(false)
+      expect(config({ queue_url: 'https://sqs.us-east-1.amazonaws.com/1/orders', region: 'US East' }).success).toBe(false)
+      expect(config({ queue_url: 'https://sqs.us-east-1.amazonaws.com/1/orders', endpoint: 'localhost:4566' }).success).toBe(false)
+    })
+
+    it('requires key and secret, allows a session token and nothing else', () => {
+      expect(credentials({ key, secret }).success).toBe(true)
+      expect(credentials({ key, secret, session: 'tok' }).success).toBe(true)
+      expect(credentials({ key }).success).toBe(false)
+      expect(credentials({ secret }).success).toBe(false)
+      expect(credentials({ key, secret, region: 'us-east-1' }).success).toBe(false)
+      expect(credentials({ key: '', secret }).success).toBe(false)
+    })
+
+    it('describes every accepted field, marking the secret and session token sensitive', () => {
+      expect(cloudxSqs.config_fields.map((f) => f.key)).toEqual(['queue_url', 'region', 'endpoint'])
+      expect(cloudxSqs.credential_fields.map((f) => [f.key, f.sensitive, f.required])).toEqual([
+        ['key', false, true],
+        ['secret', true, true],
+        ['session', true, false],
+      ])
+      expect(cloudxSqs.icon).toMatch(/^<svg[\s\S]*<\/svg>$/)
+      expect(cloudxSqs.instructions).toContain('SendMessage')
+    })
+
+    it('names the queue as target and the queue URL as target URL', () => {
+      const queueUrl = 'https://sqs.us-east-1.amazonaws.com/123456789012/orders'
+      expect(cloudxSqs.target({ queue_url: queueUrl })).toBe('orders')
+      expect(cloudxSqs.targetUrl?.({ queue_url: queueUrl })).toBe(queueUrl)
+    })
+
+    it('parses the region of AWS queue hosts only', () => {
+      expect(regionFromQueueUrl('https://sqs.eu-west-1.amazonaws.com/1/q')).toBe('eu-west-1')
+      expect(regionFromQueueUrl('https://ap-northeast-2.queue.amazonaws.com/1/q')).toBe('ap-northeast-2')
+      expect(regionFromQueueUrl('https://sqs.cn-north-1.amazonaws.com.cn/1/q')).toBe('cn-north-1')
+      expect(regionFromQueueUrl('http://localhost:4566/000000000000/q')).toBeUndefined()
+    })
+  })
+})

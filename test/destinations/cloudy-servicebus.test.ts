@@ -1,0 +1,175 @@
+import net from 'node:net'
+import * as v from 'valibot'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { cloudyServicebus } from '../../src/destinations/cloudy-servicebus.js'
+import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { startFakeServiceBus, type FakeServiceBus } from '../fakes/servicebus-server.js'
+
+const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5000, userAgent: 'outflow/test' }
+const keyName = 'RootManageSharedAccessKey'
+const key = 'fakeKey0123456789abcdefghijklmnopqrstuvwxyzAB='
+
+function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
+  return {
+    id: 'evt_1',
+    tenant_id: 'acme',
+    destination_id: 'des_sb',
+    topic: 'order.created',
+    time: new Date('2025-01-02T03:04:05Z'),
+    data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
+    metadata: { 'event-id': 'evt_1', topic: 'order.created', timestamp: '1735787045', region: 'eu' },
+    attempt: 1,
+    ...overrides,
+  }
+}
+
+function destination(name: string, connectionString: string): PublisherDestination {
+  return { id: 'des_sb', tenant_id: 'acme', type: 'cloudy_servicebus', config: { name }, credentials: { connection_string: connectionString } }
+}
+
+describe('cloudy_servicebus destination', () => {
+  let sb: FakeServiceBus
+  const publishers: Publisher[] = []
+
+  async function publisherFor(name: string, connectionString = sb.connectionString()): Promise<Publisher> {
+    const publisher = await cloudyServicebus.createPublisher(destination(name, connectionString), context)
+    publishers.push(publisher)
+    return publisher
+  }
+
+  beforeAll(async () => {
+    sb = await startFakeServiceBus({ keyName, key, entities: ['orders', 'events-topic'] })
+  })
+  afterAll(async () => {
+    await Promise.all(publishers.map((p) => p.close()))
+    await sb.close()
+  })
+
+  describe('delivery', () => {
+    it('sends the data as a JSON body with id, subject and metadata as application properties', async () => {
+      const publisher = await publisherFor('orders')
+      const before = sb.messages.length
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: true })
+      const sent = sb.messages[before]!
+      expect(sent).toMatchObject({ entity: 'orders', messageId: 'evt_1', subject: 'order.created', contentType: 'application/json' })
+      expect(sent.body).toEqual(message().data)
+      expect(sent.applicationProperties).toEqual(message().metadata)
+      // The link was authorized with a SAS token for exactly this entity.
+      expect(sb.tokens).toContainEqual({ audience: `sb://127.0.0.1:${sb.port}/orders`, type: 'servicebus.windows.net:sastoken', status: 202 })
+    })
+
+    it('sends to a topic the same way', async () => {
+      const publisher = await publisherFor('events-topic')
+      const before = sb.messages.length
+      expect((await publisher.publish(message({ id: 'evt_topic' }))).ok).toBe(true)
+      expect(sb.messages[before]).toMatchObject({ entity: 'events-topic', messageId: 'evt_topic' })
+    })
+
+    it('reuses one connection across publishes, and close() ends it', async () => {
+      const own = await startFakeServiceBus({ keyName, key, entities: ['orders'] })
+      try {
+        const publisher = await cloudyServicebus.createPublisher(destination('orders', own.connectionString()), context)
+        expect((await publisher.publish(message())).ok).toBe(true)
+        expect((await publisher.publish(message({ id: 'evt_2' }))).ok).toBe(true)
+        expect(own.messages.map((m) => [m.messageId, m.connection])).toEqual([
+          ['evt_1', 0],
+          ['evt_2', 0],
+        ])
+        expect(own.connections.opened).toBe(1)
+        await publisher.close()
+        await vi.waitFor(() => expect(own.connections.closed).toBe(1))
+        expect(await publisher.publish(message())).toMatchObject({ ok: false })
+      } finally {
+        await own.close()
+      }
+    })
+  })
+
+  describe('failures', () => {
+    it('reports an unknown queue or topic as not_found', async () => {
+      const publisher = await publisherFor('missing')
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'not_found' })
+      expect(result.error).toContain('MessagingEntityNotFound')
+      expect(result.error).toContain('missing')
+    })
+
+    it('reports a wrong key as authentication, without the key in the text', async () => {
+      const wrong = 'wrongKey0123456789abcdefghijklmnopqrstuvwxyz='
+      const publisher = await publisherFor('orders', sb.connectionString({ key: wrong }))
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'authentication' })
+      expect(result.error).toContain('UnauthorizedAccess')
+      expect(JSON.stringify(result)).not.toContain(wrong)
+      expect(sb.tokens.at(-1)).toMatchObject({ status: 401 })
+    })
+
+    it('reports a busy server as throttled', async () => {
+      const publisher = await publisherFor('orders')
+      sb.rejectNext({ condition: 'com.microsoft:server-busy', description: 'The server is busy. Please try again later.' })
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'throttled' })
+      expect(result.error).toContain('ServiceBusy')
+    })
+
+    it('reports an unreachable namespace as network', async () => {
+      const server = net.createServer()
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const { port } = server.address() as net.AddressInfo
+      await new Promise((resolve) => server.close(resolve))
+      const publisher = await publisherFor('orders', `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=${keyName};SharedAccessKey=${key};UseDevelopmentEmulator=true`)
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(JSON.stringify(result)).not.toContain(key)
+    })
+
+    it('reports an EntityPath that names another entity as configuration', async () => {
+      const publisher = await publisherFor('orders', `${sb.connectionString()};EntityPath=other`)
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'configuration' })
+    })
+  })
+
+  describe('schemas', () => {
+    const config = (input: unknown) => v.safeParse(cloudyServicebus.configSchema, input)
+    const credentials = (input: unknown) => v.safeParse(cloudyServicebus.credentialsSchema, input)
+    const azure = 'Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=abc123+/def='
+
+    it('accepts a queue or topic name and nothing else', () => {
+      expect(config({ name: 'orders' }).success).toBe(true)
+      expect(config({ name: 'apps/orders.v1' }).success).toBe(true)
+      expect(config({}).success).toBe(false)
+      expect(config({ name: '' }).success).toBe(false)
+      expect(config({ name: 'has space' }).success).toBe(false)
+      expect(config({ name: 'orders', queue: 'x' }).success).toBe(false)
+    })
+
+    it('accepts Azure, SAS-token and emulator connection strings', () => {
+      expect(credentials({ connection_string: azure }).success).toBe(true)
+      expect(credentials({ connection_string: `${azure};EntityPath=orders` }).success).toBe(true)
+      expect(credentials({ connection_string: 'Endpoint=sb://acme.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=x&sig=y&se=1&skn=send' }).success).toBe(true)
+      expect(credentials({ connection_string: 'Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;' }).success).toBe(
+        true,
+      )
+    })
+
+    it('rejects a missing or malformed connection string and unexpected fields, without echoing the key', () => {
+      expect(credentials({}).success).toBe(false)
+      expect(credentials({ connection_string: 'https://acme.servicebus.windows.net' }).success).toBe(false)
+      expect(credentials({ connection_string: 'Endpoint=https://acme.servicebus.windows.net/;SharedAccessKeyName=a;SharedAccessKey=b' }).success).toBe(false)
+      expect(credentials({ connection_string: 'Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send' }).success).toBe(false)
+      expect(credentials({ connection_string: `${azure};UseDevelopmentEmulator=yes` }).success).toBe(false)
+      expect(credentials({ connection_string: azure, name: 'orders' }).success).toBe(false)
+      const typo = credentials({ connection_string: 'Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccesKey=TOPSECRETKEY' })
+      expect(typo.success).toBe(false)
+      expect(JSON.stringify(typo.issues?.map((i) => i.message))).not.toContain('TOPSECRETKEY')
+    })
+
+    it('describes every accepted field, marking the connection string sensitive', () => {
+      expect(cloudyServicebus.config_fields.map((f) => [f.key, f.required])).toEqual([['name', true]])
+      expect(cloudyServicebus.credential_fields.map((f) => [f.key, f.sensitive, f.required])).toEqual([['connection_string', true, true]])
+      expect(cloudyServicebus.icon).toMatch(/^<svg[\s\S]*<\/svg>$/)
+      expect(cloudyServicebus.target({ name: 'orders' })).toBe('orders')
+    })
+  })
+})
