@@ -1,7 +1,7 @@
 import { OutflowError, notFound } from '../errors.js'
 import { IdSchema, parseInput } from '../model/common.js'
 import { buildPage, keysetRequest, type Page } from '../model/pagination.js'
-import { ListTenantsQuerySchema, UpsertTenantSchema, type ListTenantsQuery, type Tenant } from '../model/tenant.js'
+import { ListTenantsQuerySchema, PortalQuerySchema, UpsertTenantSchema, type ListTenantsQuery, type Tenant } from '../model/tenant.js'
 import type { TenantRecord, TenantSummary } from '../storage/storage.js'
 import { issueTenantToken } from '../tokens.js'
 import type { EngineContext } from './context.js'
@@ -61,8 +61,6 @@ export async function getTenantToken(ctx: EngineContext, tenantId: string): Prom
   await requireTenant(ctx, tenantId)
   return { token: await issueTenantToken(ctx.jwtSecret, tenantId, ctx.now()), tenant_id: tenantId }
 }
-
-const PortalQuerySchema = v.strictObject({ theme: v.optional(v.picklist(['light', 'dark'], 'must be "light" or "dark"')) }, 'unknown query parameter')
 
 export async function getPortalRedirect(
   ctx: EngineContext,

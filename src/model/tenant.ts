@@ -32,3 +32,6 @@ export const ListTenantsQuerySchema = v.strictObject(
   'unknown query parameter',
 )
 export type ListTenantsQuery = v.InferInput<typeof ListTenantsQuerySchema>
+
+/** Query of `GET /tenants/{tenant_id}/portal`. */
+export const PortalQuerySchema = v.strictObject({ theme: v.optional(v.picklist(['light', 'dark'], 'must be "light" or "dark"')) }, 'unknown query parameter')

@@ -57,11 +57,11 @@ export async function startReceiver(reply: (r: Received, countOnPath: number) =>
 }
 
 /** Poll `check` until it returns a truthy value (or fail after `timeoutMs`). */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000, what = 'condition'): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
-    if (value) return value
+    if (value) return value as Exclude<T, false | null | undefined | 0 | ''>
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 20))
   }

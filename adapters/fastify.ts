@@ -1,0 +1,32 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { Outflow } from '../src/engine.js'
+import { type HttpHandlerOptions, createHttpHandler } from '../src/http/handler.js'
+import { hostBodyError, toWebRequest } from '../src/http/node.js'
+import { errorResponse } from '../src/http/responses.js'
+
+export interface OutflowFastifyOptions extends HttpHandlerOptions {
+  outflow: Outflow
+}
+
+/**
+ * The Outflow API as an encapsulated Fastify plugin honouring `prefix`. Body parsing is scoped to
+ * it: the plugin's routes leave the raw body to the API, which applies its own limit and JSON rules,
+ * while the host's other routes keep their parsers. The handler is created at registration, so a
+ * missing `apiKey` fails `app.ready()`.
+ *
+ * @example
+ * await app.register(outflowFastify, { outflow, prefix: '/api/v1' })
+ */
+export const outflowFastify: FastifyPluginAsync<OutflowFastifyOptions> = async (fastify, { outflow, basePath, logger }) => {
+  const handle = createHttpHandler(outflow, { basePath, logger })
+  fastify.removeAllContentTypeParsers()
+  // Leave the stream unread; the API reads it with its own size limit.
+  fastify.addContentTypeParser('*', (_request, _payload, done) => done(null))
+  fastify.setErrorHandler((error, _request, reply) => reply.send(errorResponse(hostBodyError(error) ?? error)))
+  const serve = async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.slice(fastify.prefix.length)
+    return reply.send(await handle(toWebRequest(request.raw, path || '/')))
+  }
+  fastify.all('/', serve)
+  fastify.all('/*', serve)
+}

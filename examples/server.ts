@@ -1,0 +1,70 @@
+// A local Outflow server: Hono on @hono/node-server, the /api/v1 API, SQLite by default.
+//   npm run example                       # SQLite at ./outflow.db
+//   DATABASE_URL=postgres://… npm run example
+// Environment: PORT (3000), OUTFLOW_API_KEY, OUTFLOW_JWT_SECRET, OUTFLOW_TOPICS (comma-separated),
+// OUTFLOW_DB (SQLite path), OUTFLOW_PORTAL_URL. Dev defaults are printed; never use them in production.
+import { serve } from '@hono/node-server'
+import { Hono } from 'hono'
+import { outflowApp } from '../adapters/hono.js'
+import { createOutflow } from '../src/engine.js'
+import type { Logger } from '../src/options.js'
+import { postgres } from '../src/storage/postgres.js'
+import { sqlite } from '../src/storage/sqlite.js'
+
+const devApiKey = 'dev-admin-key-change-me'
+const devJwtSecret = 'dev-jwt-secret-change-me'
+
+/** An environment value, or a dev default that is announced on the console. */
+function setting(name: string, devDefault: string): string {
+  const value = process.env[name]
+  if (value) return value
+  console.log(`  ${name} not set, using the dev default: ${devDefault}`)
+  return devDefault
+}
+
+const logger: Logger = {
+  debug: () => {},
+  info: (message, fields) => console.log(`[outflow] ${message}`, fields ?? ''),
+  warn: (message, fields) => console.warn(`[outflow] ${message}`, fields ?? ''),
+  error: (message, fields) => console.error(`[outflow] ${message}`, fields ?? ''),
+}
+
+console.log('Outflow example server')
+const port = Number(process.env.PORT ?? 3000)
+const apiKey = setting('OUTFLOW_API_KEY', devApiKey)
+const jwtSecret = setting('OUTFLOW_JWT_SECRET', devJwtSecret)
+const topics = process.env.OUTFLOW_TOPICS?.split(',').map((t) => t.trim()).filter(Boolean)
+const databaseUrl = process.env.DATABASE_URL
+const sqlitePath = process.env.OUTFLOW_DB ?? './outflow.db'
+const portalUrl = process.env.OUTFLOW_PORTAL_URL
+
+console.warn('  WARNING: webhook targets on private networks (localhost, 10.x, 192.168.x, …) are allowed: local use only.')
+
+const outflow = await createOutflow({
+  storage: databaseUrl ? postgres({ url: databaseUrl }) : sqlite({ path: sqlitePath }),
+  apiKey,
+  jwtSecret,
+  topics,
+  portal: portalUrl ? { url: portalUrl } : undefined,
+  allowPrivateNetworks: true,
+  logger,
+})
+
+const app = new Hono()
+app.get('/', (c) => c.json({ name: 'outflow example', api: '/api/v1', openapi: '/api/v1/openapi.json' }))
+app.route('/api/v1', outflowApp(outflow, new Hono()))
+
+const server = serve({ fetch: app.fetch, port }, (info) => {
+  console.log(`  storage: ${databaseUrl ? 'postgres (DATABASE_URL)' : `sqlite at ${sqlitePath}`}`)
+  console.log(`  topics: ${topics?.join(', ') ?? 'any'}`)
+  console.log(`  listening on http://localhost:${info.port}/api/v1  (OpenAPI: /api/v1/openapi.json)`)
+})
+
+async function shutdown(signal: string): Promise<void> {
+  console.log(`\n${signal}: closing`)
+  server.close()
+  await outflow.close()
+  process.exit(0)
+}
+process.once('SIGINT', () => void shutdown('SIGINT'))
+process.once('SIGTERM', () => void shutdown('SIGTERM'))

@@ -1,0 +1,69 @@
+import type { Outflow } from '../engine.js'
+import { OutflowError } from '../errors.js'
+import { authenticate, assertAuthConfigured, authorize } from './auth.js'
+import { discardUnreadBody, readJsonBody } from './body.js'
+import { buildOpenApiDocument } from './openapi.js'
+import { queryRecord, validateParams, validateQuery } from './query.js'
+import { type HttpLogger, errorResponse, jsonResponse } from './responses.js'
+import { createRouter } from './router.js'
+import { Reply, routes } from './routes.js'
+
+export interface HttpHandlerOptions {
+  /** Prefix stripped from request paths when present (default `/api/v1`); paths without it are served too. */
+  basePath?: string
+  /** Receives real faults (500s); defaults to the engine's logger. */
+  logger?: HttpLogger
+}
+
+function stripBasePath(pathname: string, basePath: string): string {
+  if (pathname === basePath || pathname === `${basePath}/`) return '/'
+  return pathname.startsWith(`${basePath}/`) ? pathname.slice(basePath.length) : pathname
+}
+
+/**
+ * The whole `/api/v1` API as one `fetch(Request)` function. Throws at creation when the engine has
+ * no `apiKey` and `auth: false` was not given, so a host fails at startup rather than run open.
+ *
+ * @example
+ * const handle = createHttpHandler(outflow)
+ * const response = await handle(new Request('http://localhost/api/v1/healthz'))
+ */
+export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions = {}): (request: Request) => Promise<Response> {
+  const settings = { apiKey: outflow.options.apiKey, auth: outflow.options.auth, jwtSecret: outflow.jwtSecret }
+  assertAuthConfigured(settings)
+  const basePath = (options.basePath ?? '/api/v1').replace(/\/$/, '')
+  const logger = options.logger ?? outflow.options.logger
+  const router = createRouter(routes)
+  let document: unknown
+  const openapi = () => (document ??= buildOpenApiDocument(routes, { serverUrl: basePath || '/' }))
+
+  return async function handle(request: Request): Promise<Response> {
+    const url = new URL(request.url)
+    const path = stripBasePath(url.pathname, basePath)
+    let headers: Record<string, string> = {}
+    try {
+      if (request.method === 'OPTIONS') return optionsResponse(router.allowed(path), path)
+      const { spec, params } = router.match(request.method, path)
+      if (spec.deprecated) headers = { Deprecation: 'true' }
+      if (spec.access !== 'public') authorize(await authenticate(request.headers.get('authorization'), settings), spec.access, params)
+      validateParams(spec.params, params)
+      const query = validateQuery(spec.query, queryRecord(url.searchParams))
+      const body = spec.body ? await readJsonBody(request, outflow.options.maxBodyBytes) : undefined
+      const result = await spec.handle({ outflow, params, query, body, openapi })
+      if (result instanceof Reply) return jsonResponse(result.status, result.body, headers)
+      return jsonResponse(spec.responses[0].status, result, headers)
+    } catch (error) {
+      const response = errorResponse(error, logger, { method: request.method, path })
+      for (const [name, value] of Object.entries(headers)) response.headers.set(name, value)
+      return response
+    } finally {
+      discardUnreadBody(request)
+    }
+  }
+}
+
+/** `OPTIONS`: the methods a path serves, without authentication. */
+function optionsResponse(allowed: string[], path: string): Response {
+  if (allowed.length === 0) throw new OutflowError('not_found', `route not found: OPTIONS ${path}`)
+  return new Response(null, { status: 204, headers: { Allow: [...allowed, 'OPTIONS'].join(', ') } })
+}

@@ -1,0 +1,172 @@
+import { type ConversionConfig, type JsonSchema, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema'
+import type * as v from 'valibot'
+import { DateTimeSchema, RepeatedStringSchema } from '../model/common.js'
+import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } from '../model/destination.js'
+import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
+import { PaginationSchema } from '../model/pagination.js'
+import { TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
+import type { RouteSpec } from './routes.js'
+import {
+  DestinationTypeInfoSchema,
+  ErrorBodySchema,
+  EventPageSchema,
+  FieldSpecSchema,
+  PortalRedirectSchema,
+  SuccessSchema,
+  TenantPageSchema,
+  TenantTokenSchema,
+} from './schemas.js'
+
+type Schema = v.GenericSchema
+type JsonObject = Record<string, unknown>
+
+/** Shapes named in `components.schemas`; wherever a route uses one of them the document has a `$ref`. */
+const namedSchemas = {
+  Tenant: TenantSchema,
+  TenantPage: TenantPageSchema,
+  UpsertTenant: UpsertTenantSchema,
+  Pagination: PaginationSchema,
+  Destination: DestinationSchema,
+  CreateDestination: CreateDestinationSchema,
+  UpdateDestination: UpdateDestinationSchema,
+  DestinationTypeSchema: DestinationTypeInfoSchema,
+  DestinationTypeField: FieldSpecSchema,
+  Event: EventSchema,
+  EventPage: EventPageSchema,
+  DeliveryAttempt: DeliveryAttemptSchema,
+  Publish: PublishSchema,
+  PublishResult: PublishResultSchema,
+  PortalRedirect: PortalRedirectSchema,
+  TenantToken: TenantTokenSchema,
+  Success: SuccessSchema,
+  Error: ErrorBodySchema,
+} satisfies Record<string, Schema>
+
+type Node = { type?: string; kind?: string; pipe?: Node[]; options?: Node[]; wrapped?: Node }
+
+/** `queryInt`'s union of a number and a digits string: on the wire it is just the bounded integer. */
+function isQueryInteger(schema: Node): boolean {
+  const types = schema.type === 'union' ? (schema.options ?? []).map((o) => o.type) : []
+  return types.length === 2 && types.includes('number') && types.includes('string')
+}
+
+/**
+ * Wire types of schemas that parse strings into something else (dates, integers, repeated values):
+ * the document describes what a client sends, not the engine's parsed value.
+ */
+function overrideSchema({ valibotSchema }: { valibotSchema: unknown }): JsonSchema | undefined {
+  if (valibotSchema === DateTimeSchema) return { type: 'string', format: 'date-time' }
+  if (valibotSchema === RepeatedStringSchema.pipe[0]) return { type: 'array', items: { type: 'string' } }
+  // The integer and bound actions that follow in the pipe supply the type.
+  if (isQueryInteger(valibotSchema as Node)) return {}
+  return undefined
+}
+
+const config: ConversionConfig = {
+  target: 'draft-2020-12',
+  typeMode: 'input',
+  errorMode: 'ignore',
+  definitions: namedSchemas,
+  overrideSchema,
+  overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+}
+
+/** JSON Schema of one valibot schema, named shapes as `$ref`s into `components.schemas`. */
+function convert(schema: Schema): JsonSchema {
+  const { $schema: _dialect, $defs: _definitions, ...json } = toJsonSchema(schema, config)
+  return json
+}
+
+/** A repeated parameter narrowed by a later schema (e.g. destination `type`) documents the narrowed array. */
+function queryParameterSchema(schema: Schema): JsonSchema {
+  const node = schema as unknown as Node
+  const inner = node.type === 'optional' ? node.wrapped : node
+  const pipe = inner?.pipe
+  if (pipe?.[0] === (RepeatedStringSchema as unknown as Node)) {
+    const narrowed = pipe.findLast((item, i) => i > 0 && item.kind === 'schema')
+    if (narrowed) return convert(narrowed as unknown as Schema)
+  }
+  return convert(schema)
+}
+
+function queryParameters(query: Schema): JsonObject[] {
+  const entries = (query as unknown as { entries?: Record<string, Schema & { type: string }> }).entries ?? {}
+  return Object.entries(entries).map(([name, schema]) => {
+    const json = queryParameterSchema(schema)
+    const parameter: JsonObject = { name, in: 'query', required: schema.type !== 'optional', schema: json }
+    if (json.type === 'array') Object.assign(parameter, { style: 'form', explode: true })
+    return parameter
+  })
+}
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } })
+
+function errorResponses(route: RouteSpec): JsonObject {
+  const errors: JsonObject = { 400: errorResponse('Invalid path or query parameter, or malformed JSON body') }
+  if (route.access !== 'public') errors[401] = errorResponse('Missing or invalid credentials')
+  if (route.access === 'admin' || route.access === 'tenant') errors[403] = errorResponse('The credentials do not grant access to this route or tenant')
+  if (Object.keys(route.params).some((name) => name !== 'type') || route.body) errors[404] = errorResponse('Tenant, destination or event not found')
+  for (const extra of route.errors ?? []) errors[extra.status] = errorResponse(extra.description)
+  if (route.body) {
+    errors[413] = errorResponse('Request body over the size limit')
+    errors[415] = errorResponse('Request body is not application/json')
+    errors[422] = errorResponse('Request body is invalid; `data` maps each field to what is wrong')
+  }
+  return errors
+}
+
+function operation(route: RouteSpec): JsonObject {
+  const security = { public: [], admin: [{ adminKey: [] }], tenant: [{ adminKey: [] }, { tenantToken: [] }], token: [{ adminKey: [] }, { tenantToken: [] }] }
+  const responses: JsonObject = {}
+  for (const r of route.responses) {
+    responses[r.status] = r.schema ? { description: r.description, content: { 'application/json': { schema: convert(r.schema) } } } : { description: r.description }
+  }
+  const op: JsonObject = {
+    operationId: route.operationId,
+    summary: route.summary,
+    tags: [route.tag],
+    security: security[route.access],
+    parameters: [
+      ...Object.entries(route.params).map(([name, schema]) => ({ name, in: 'path', required: true, schema: convert(schema) })),
+      ...queryParameters(route.query),
+    ],
+    responses: { ...responses, ...errorResponses(route) },
+  }
+  if (route.body) op.requestBody = { required: route.body.required, content: { 'application/json': { schema: convert(route.body.schema) } } }
+  if (route.deprecated) op.deprecated = true
+  return op
+}
+
+/**
+ * The OpenAPI 3.1 document of the route table, its schemas converted from the valibot schemas the
+ * routes validate with, so the document cannot drift from the handler.
+ *
+ * @example
+ * const doc = buildOpenApiDocument(routes, { serverUrl: '/api/v1' })
+ */
+export function buildOpenApiDocument(specs: RouteSpec[], { serverUrl = '/api/v1' }: { serverUrl?: string } = {}): JsonObject {
+  const paths: Record<string, JsonObject> = {}
+  for (const route of specs) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route)
+  const { definitions: _self, ...defsConfig } = config
+  const schemas = Object.fromEntries(
+    Object.entries(toJsonSchemaDefs(namedSchemas, defsConfig)).map(([name, { $schema: _dialect, ...json }]) => [name, json]),
+  )
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Outflow API',
+      version: '1.0.0',
+      description: 'Multi-tenant event delivery: tenants, destinations, destination type schemas, events and delivery attempts.',
+    },
+    servers: [{ url: serverUrl }],
+    tags: [...new Set(specs.map((r) => r.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        adminKey: { type: 'http', scheme: 'bearer', description: 'The admin API key' },
+        tenantToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A tenant token from GET /tenants/{tenant_id}/token' },
+      },
+    },
+  }
+}

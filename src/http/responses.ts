@@ -1,0 +1,33 @@
+import { OutflowError } from '../errors.js'
+
+/** Where the handler reports real faults (500s); the response itself never carries internals. */
+export interface HttpLogger {
+  error(message: string, details?: Record<string, unknown>): void
+}
+
+const jsonHeaders = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' }
+
+/**
+ * A JSON response; API answers are never cached since they may carry secrets and tokens.
+ *
+ * @example
+ * jsonResponse(201, destination)
+ */
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { ...jsonHeaders, ...headers } })
+}
+
+/**
+ * The JSON error response for anything thrown while serving a request: an OutflowError keeps its
+ * status, body and headers; anything else is a 500 `internal error`, logged with its details.
+ *
+ * @example
+ * errorResponse(new OutflowError('not_found', 'tenant not found: acme')) // 404 { status: 404, message: … }
+ */
+export function errorResponse(error: unknown, logger?: HttpLogger, context: Record<string, unknown> = {}): Response {
+  if (error instanceof OutflowError && error.status < 500) return jsonResponse(error.status, error.toJSON(), error.headers)
+  const status = error instanceof OutflowError ? error.status : 500
+  logger?.error('outflow http: request failed', { ...context, error })
+  const headers = error instanceof OutflowError ? error.headers : undefined
+  return jsonResponse(status, { status, message: status === 503 ? 'service unavailable' : 'internal error' }, headers)
+}

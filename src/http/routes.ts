@@ -1,0 +1,258 @@
+import * as v from 'valibot'
+import type { Outflow } from '../engine.js'
+import { CreateDestinationSchema, DestinationSchema, ListDestinationsQuerySchema, UpdateDestinationSchema } from '../model/destination.js'
+import {
+  DeliveryAttemptSchema,
+  EventSchema,
+  GetEventQuerySchema,
+  ListAdminEventsQuerySchema,
+  ListDestinationEventsQuerySchema,
+  ListEventsQuerySchema,
+  PublishResultSchema,
+  PublishSchema,
+} from '../model/event.js'
+import { ListTenantsQuerySchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
+import type { QueryRecord } from './query.js'
+import {
+  DestinationTypeInfoSchema,
+  EventPageSchema,
+  HealthSchema,
+  NoQuerySchema,
+  OpenApiDocumentSchema,
+  PathIdSchema,
+  PortalQuerySchema,
+  PortalRedirectSchema,
+  SchemaPathTypeSchema,
+  SuccessSchema,
+  TenantPageSchema,
+  TenantTokenSchema,
+} from './schemas.js'
+
+/**
+ * Who may call a route (DESIGN §3): `public` anyone; `admin` the API key only; `tenant` the API key
+ * or a token of the path's `{tenant_id}`; `token` the API key or any tenant token.
+ */
+export type Access = 'public' | 'admin' | 'tenant' | 'token'
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+
+type Schema = v.GenericSchema
+
+export interface RouteContext {
+  outflow: Outflow
+  params: Record<string, string>
+  query: QueryRecord
+  body: unknown
+  /** The OpenAPI document, for the one route that serves it. */
+  openapi: () => unknown
+}
+
+/** A handler's answer when its status is not the route's first documented one. */
+export class Reply {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}
+
+export interface RouteSpec {
+  method: HttpMethod
+  /** OpenAPI-style path below `/api/v1`, e.g. `/tenants/{tenant_id}`. */
+  path: string
+  operationId: string
+  summary: string
+  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Events' | 'Service'
+  access: Access
+  /** Validates every path parameter; a bad value is a 400 naming it. */
+  params: Record<string, Schema>
+  /** Validates the query (a strict object: unknown parameters are a 400). */
+  query: Schema
+  /** JSON request body; the engine validates it (422). */
+  body?: { schema: Schema; required: boolean }
+  /** Documented successes, the first one being the default status. */
+  responses: [{ status: number; description: string; schema?: Schema }, ...{ status: number; description: string; schema?: Schema }[]]
+  /** Route-specific error statuses for the document (the common ones are derived). */
+  errors?: { status: number; description: string }[]
+  deprecated?: boolean
+  handle: (ctx: RouteContext) => Promise<unknown>
+}
+
+const tenantParams = { tenant_id: PathIdSchema }
+const destinationParams = { ...tenantParams, destination_id: PathIdSchema }
+const eventParams = { ...tenantParams, event_id: PathIdSchema }
+const destinationEventParams = { ...destinationParams, event_id: PathIdSchema }
+const typeParam = { type: SchemaPathTypeSchema }
+
+/** Every route of SPEC.md plus publish, health and the OpenAPI document. Order only matters for docs. */
+export const routes: RouteSpec[] = [
+  {
+    method: 'GET', path: '/tenants', operationId: 'listTenants', summary: 'List Tenants', tag: 'Tenants', access: 'admin',
+    params: {}, query: ListTenantsQuerySchema,
+    responses: [{ status: 200, description: 'Tenant list page', schema: TenantPageSchema }],
+    handle: ({ outflow, query }) => outflow.listTenants(query),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}', operationId: 'getTenant', summary: 'Get Tenant', tag: 'Tenants', access: 'tenant',
+    params: tenantParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Tenant', schema: TenantSchema }],
+    handle: ({ outflow, params }) => outflow.getTenant(params.tenant_id!),
+  },
+  {
+    method: 'PUT', path: '/tenants/{tenant_id}', operationId: 'upsertTenant', summary: 'Create or Update Tenant', tag: 'Tenants', access: 'admin',
+    params: tenantParams, query: NoQuerySchema, body: { schema: UpsertTenantSchema, required: false },
+    responses: [
+      { status: 201, description: 'Tenant created', schema: TenantSchema },
+      { status: 200, description: 'Tenant updated', schema: TenantSchema },
+    ],
+    handle: async ({ outflow, params, body }) => {
+      const { tenant, created } = await outflow.upsertTenant(params.tenant_id!, body)
+      return new Reply(created ? 201 : 200, tenant)
+    },
+  },
+  {
+    method: 'DELETE', path: '/tenants/{tenant_id}', operationId: 'deleteTenant', summary: 'Delete Tenant', tag: 'Tenants', access: 'admin',
+    params: tenantParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Success result', schema: SuccessSchema }],
+    handle: ({ outflow, params }) => outflow.deleteTenant(params.tenant_id!),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/portal', operationId: 'getPortalRedirect', summary: 'Get Portal Redirect URL', tag: 'Tenants', access: 'admin',
+    params: tenantParams, query: PortalQuerySchema,
+    responses: [{ status: 200, description: 'Portal redirect', schema: PortalRedirectSchema }],
+    handle: ({ outflow, params, query }) => outflow.getPortalRedirect(params.tenant_id!, query),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/token', operationId: 'getTenantToken', summary: 'Get Tenant JWT Token', tag: 'Tenants', access: 'admin',
+    params: tenantParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Tenant token', schema: TenantTokenSchema }],
+    handle: ({ outflow, params }) => outflow.getTenantToken(params.tenant_id!),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/destinations', operationId: 'listDestinations', summary: 'List Destinations', tag: 'Destinations', access: 'tenant',
+    params: tenantParams, query: ListDestinationsQuerySchema,
+    responses: [{ status: 200, description: 'List of destinations', schema: v.array(DestinationSchema) }],
+    handle: ({ outflow, params, query }) => outflow.listDestinations(params.tenant_id!, query),
+  },
+  {
+    method: 'POST', path: '/tenants/{tenant_id}/destinations', operationId: 'createDestination', summary: 'Create Destination', tag: 'Destinations', access: 'tenant',
+    params: tenantParams, query: NoQuerySchema, body: { schema: CreateDestinationSchema, required: true },
+    responses: [{ status: 201, description: 'Destination created', schema: DestinationSchema }],
+    errors: [{ status: 409, description: 'A destination with this id exists' }],
+    handle: ({ outflow, params, body }) => outflow.createDestination(params.tenant_id!, body),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/destinations/{destination_id}', operationId: 'getDestination', summary: 'Get Destination', tag: 'Destinations', access: 'tenant',
+    params: destinationParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Destination', schema: DestinationSchema }],
+    handle: ({ outflow, params }) => outflow.getDestination(params.tenant_id!, params.destination_id!),
+  },
+  {
+    method: 'PATCH', path: '/tenants/{tenant_id}/destinations/{destination_id}', operationId: 'updateDestination', summary: 'Update Destination', tag: 'Destinations', access: 'tenant',
+    params: destinationParams, query: NoQuerySchema, body: { schema: UpdateDestinationSchema, required: true },
+    responses: [{ status: 200, description: 'Destination', schema: DestinationSchema }],
+    handle: ({ outflow, params, body }) => outflow.updateDestination(params.tenant_id!, params.destination_id!, body),
+  },
+  {
+    method: 'DELETE', path: '/tenants/{tenant_id}/destinations/{destination_id}', operationId: 'deleteDestination', summary: 'Delete Destination', tag: 'Destinations', access: 'tenant',
+    params: destinationParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Success result', schema: SuccessSchema }],
+    handle: ({ outflow, params }) => outflow.deleteDestination(params.tenant_id!, params.destination_id!),
+  },
+  {
+    method: 'PUT', path: '/tenants/{tenant_id}/destinations/{destination_id}/enable', operationId: 'enableDestination', summary: 'Enable Destination', tag: 'Destinations', access: 'tenant',
+    params: destinationParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Destination', schema: DestinationSchema }],
+    handle: ({ outflow, params }) => outflow.enableDestination(params.tenant_id!, params.destination_id!),
+  },
+  {
+    method: 'PUT', path: '/tenants/{tenant_id}/destinations/{destination_id}/disable', operationId: 'disableDestination', summary: 'Disable Destination', tag: 'Destinations', access: 'tenant',
+    params: destinationParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Destination', schema: DestinationSchema }],
+    handle: ({ outflow, params }) => outflow.disableDestination(params.tenant_id!, params.destination_id!),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/destination-types', operationId: 'listTenantDestinationTypes', summary: 'List Destination Type Schemas (for Tenant)', tag: 'Destination types', access: 'tenant',
+    params: tenantParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'List of destination type schemas', schema: v.array(DestinationTypeInfoSchema) }],
+    handle: async ({ outflow, params }) => (await outflow.getTenant(params.tenant_id!), outflow.listDestinationTypes()),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/destination-types/{type}', operationId: 'getTenantDestinationType', summary: 'Get Destination Type Schema (for Tenant)', tag: 'Destination types', access: 'tenant',
+    params: { ...tenantParams, ...typeParam }, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Destination type schema', schema: DestinationTypeInfoSchema }],
+    handle: async ({ outflow, params }) => (await outflow.getTenant(params.tenant_id!), outflow.getDestinationType(params.type!)),
+  },
+  {
+    method: 'GET', path: '/destination-types', operationId: 'listDestinationTypes', summary: 'List Destination Type Schemas (JWT Auth)', tag: 'Destination types', access: 'token',
+    params: {}, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'List of destination type schemas', schema: v.array(DestinationTypeInfoSchema) }],
+    handle: ({ outflow }) => outflow.listDestinationTypes(),
+  },
+  {
+    method: 'GET', path: '/destination-types/{type}', operationId: 'getDestinationType', summary: 'Get Destination Type Schema', tag: 'Destination types', access: 'token',
+    params: typeParam, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Destination type schema', schema: DestinationTypeInfoSchema }],
+    handle: ({ outflow, params }) => outflow.getDestinationType(params.type!),
+  },
+  {
+    method: 'POST', path: '/publish', operationId: 'publish', summary: 'Publish Event', tag: 'Events', access: 'admin',
+    params: {}, query: NoQuerySchema, body: { schema: PublishSchema, required: true },
+    responses: [{ status: 202, description: 'Event accepted', schema: PublishResultSchema }],
+    handle: ({ outflow, body }) => outflow.publish(body),
+  },
+  {
+    method: 'GET', path: '/events', operationId: 'listAdminEvents', summary: 'List Events (Admin)', tag: 'Events', access: 'admin',
+    params: {}, query: ListAdminEventsQuerySchema,
+    responses: [{ status: 200, description: 'Event list page', schema: EventPageSchema }],
+    handle: ({ outflow, query }) => outflow.listAdminEvents(query),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/events', operationId: 'listEvents', summary: 'List Events', tag: 'Events', access: 'tenant',
+    params: tenantParams, query: ListEventsQuerySchema,
+    responses: [{ status: 200, description: 'Event list page', schema: EventPageSchema }],
+    handle: ({ outflow, params, query }) => outflow.listEvents(params.tenant_id!, query),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/events/{event_id}', operationId: 'getEvent', summary: 'Get Event', tag: 'Events', access: 'tenant',
+    params: eventParams, query: GetEventQuerySchema,
+    responses: [{ status: 200, description: 'Event', schema: EventSchema }],
+    handle: ({ outflow, params, query }) => outflow.getEvent(params.tenant_id!, params.event_id!, query),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/events/{event_id}/deliveries', operationId: 'listDeliveries', summary: 'List Event Delivery Attempts', tag: 'Events', access: 'tenant',
+    params: eventParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'List of delivery attempts, newest first', schema: v.array(DeliveryAttemptSchema) }],
+    handle: ({ outflow, params }) => outflow.listDeliveries(params.tenant_id!, params.event_id!),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/destinations/{destination_id}/events', operationId: 'listDestinationEvents', summary: 'List Events by Destination', tag: 'Events', access: 'tenant', deprecated: true,
+    params: destinationParams, query: ListDestinationEventsQuerySchema,
+    responses: [{ status: 200, description: 'Event list page', schema: EventPageSchema }],
+    handle: ({ outflow, params, query }) => outflow.listDestinationEvents(params.tenant_id!, params.destination_id!, query),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}', operationId: 'getDestinationEvent', summary: 'Get Event by Destination', tag: 'Events', access: 'tenant', deprecated: true,
+    params: destinationEventParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Event', schema: EventSchema }],
+    handle: ({ outflow, params }) => outflow.getDestinationEvent(params.tenant_id!, params.destination_id!, params.event_id!),
+  },
+  {
+    method: 'POST', path: '/tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}/retry', operationId: 'retryDelivery', summary: 'Retry Event Delivery', tag: 'Events', access: 'tenant', deprecated: true,
+    params: destinationEventParams, query: NoQuerySchema,
+    responses: [{ status: 202, description: 'Retry enqueued', schema: SuccessSchema }],
+    errors: [{ status: 409, description: 'The destination is disabled' }],
+    handle: ({ outflow, params }) => outflow.retryDelivery(params.tenant_id!, params.destination_id!, params.event_id!),
+  },
+  {
+    method: 'GET', path: '/healthz', operationId: 'health', summary: 'Health check', tag: 'Service', access: 'public',
+    params: {}, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'The service is up', schema: HealthSchema }],
+    handle: async () => ({ status: 'ok' }),
+  },
+  {
+    method: 'GET', path: '/openapi.json', operationId: 'openapi', summary: 'OpenAPI 3.1 document of this API', tag: 'Service', access: 'public',
+    params: {}, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'OpenAPI document', schema: OpenApiDocumentSchema }],
+    handle: async ({ openapi }) => openapi(),
+  },
+]
