@@ -206,8 +206,11 @@ for (const kind of storageKinds()) {
         expect(mine(await s.claimDueDeliveries({ owner: 'B', now: at(200), leaseUntil: at(1000), limit: 100 }))).toEqual([])
         // Past both leases (and q3 not due yet): B takes q1 and q2.
         expect(mine(await s.claimDueDeliveries({ owner: 'B', now: at(2000), leaseUntil: at(9000), limit: 100 }))).toEqual(['dlv-q1', 'dlv-q2'])
+        // A renewed lease keeps C away from q2 past its original expiry (9000).
+        expect(await s.extendLeases('B', ['dlv-q2', 'dlv-q1'], at(20_000))).toBe(2)
+        expect(await s.extendLeases('nobody', ['dlv-q2'], at(30_000))).toBe(0)
         expect(await s.releaseLeases('B', ['dlv-q1'])).toBe(1)
-        expect(mine(await s.claimDueDeliveries({ owner: 'C', now: at(2001), leaseUntil: at(9000), limit: 100 }))).toEqual(['dlv-q1'])
+        expect(mine(await s.claimDueDeliveries({ owner: 'C', now: at(9500), leaseUntil: at(9900), limit: 100 }))).toEqual(['dlv-q1'])
       })
 
       it('records attempts, updates delivery state and failure streaks, and lists attempted pairs only', async () => {

@@ -110,7 +110,12 @@ export class DeliveryWorker {
 
   async #claimLoop(): Promise<void> {
     const { batchSize, pollIntervalMs, leaseMs } = this.#ctx.options.delivery
+    let renewedAt = Date.now()
     while (!this.#stopping) {
+      if (Date.now() - renewedAt > leaseMs / 3) {
+        renewedAt = Date.now()
+        await this.#renewLeases()
+      }
       let full = false
       const room = Math.min(batchSize, this.#maxHeld - this.#held.size)
       if (room > 0) {
@@ -126,8 +131,22 @@ export class DeliveryWorker {
       }
       if (full) continue
       const woken = new Promise<void>((resolve) => (this.#wake = resolve))
-      await Promise.race([sleep(pollIntervalMs, undefined, { ref: false }), woken])
+      await Promise.race([sleep(Math.min(pollIntervalMs, leaseMs / 3), undefined, { ref: false }), woken])
       this.#wake = undefined
+    }
+  }
+
+  /**
+   * Deliveries can wait in memory behind a slow destination; keep their leases alive so no other
+   * instance takes them meanwhile (which would deliver them twice).
+   */
+  async #renewLeases(): Promise<void> {
+    if (this.#held.size === 0) return
+    try {
+      const until = new Date(Date.now() + this.#ctx.options.delivery.leaseMs)
+      await this.#ctx.storage.extendLeases(this.id, [...this.#held], until)
+    } catch (err) {
+      this.#ctx.options.logger.warn('renewing leases failed', { error: (err as Error).message })
     }
   }
 
@@ -159,6 +178,7 @@ export class DeliveryWorker {
   }
 
   async #attempt(d: ClaimedDelivery): Promise<void> {
+    let recorded = false
     try {
       if (this.#stopping && !this.#draining) return // not started before close: its lease is released
       const destination = await this.#destination(d.tenant_id, d.destination_id)
@@ -178,15 +198,21 @@ export class DeliveryWorker {
       }
       const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       this.#record(write)
+      recorded = true
       const outcome = { tenant_id: d.tenant_id, event_id: d.event_id, destination_id: d.destination_id, attempt: toDeliveryAttempt(write.attempt) }
       this.#emitter.emit(result.ok ? 'delivery.succeeded' : 'delivery.failed', outcome)
       if (result.disable) await this.#disableGone(d)
     } catch (err) {
       this.#ctx.options.logger.error('delivery attempt failed unexpectedly', { delivery_id: d.id, error: (err as Error).message })
     } finally {
-      this.#held.delete(d.id)
-      if (this.#held.size < this.#maxHeld / 2) this.wake()
+      // A recorded attempt stays held until its result is written, so the claim loop cannot take it again.
+      if (!recorded) this.#release([d.id])
     }
+  }
+
+  #release(ids: string[]): void {
+    for (const id of ids) this.#held.delete(id)
+    if (this.#held.size < this.#maxHeld / 2) this.wake()
   }
 
   #draining = false
@@ -222,6 +248,8 @@ export class DeliveryWorker {
       } catch (err) {
         // The leases expire and the deliveries are attempted again: at-least-once.
         this.#ctx.options.logger.error('recording attempts failed', { count: writes.length, error: (err as Error).message })
+      } finally {
+        this.#release(writes.map((w) => w.delivery.id))
       }
     })
     return this.#flushing

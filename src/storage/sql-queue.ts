@@ -179,6 +179,22 @@ async function updateDeliveriesBatch(ctx: SqlContext, db: Db, writes: AttemptWri
   }
 }
 
+export async function extendLeases(ctx: SqlContext, owner: string, ids: string[], leaseUntil: Date): Promise<number> {
+  const { deliveries } = ctx.tables
+  let extended = 0
+  for (let i = 0; i < ids.length; i += 1000) {
+    const rows = await ctx.run((db) =>
+      db
+        .update(deliveries)
+        .set({ lease_until: leaseUntil })
+        .where(and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), inArray(deliveries.id, ids.slice(i, i + 1000))))
+        .returning({ id: deliveries.id }),
+    )
+    extended += rows.length
+  }
+  return extended
+}
+
 export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string[]): Promise<number> {
   const { deliveries } = ctx.tables
   const rows = await ctx.run((db) =>

@@ -24,6 +24,7 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     insertEvents: (items) => queue.insertEvents(ctx, items),
     claimDueDeliveries: (q) => queue.claimDueDeliveries(ctx, q),
     recordAttempts: (writes) => queue.recordAttempts(ctx, writes),
+    extendLeases: (owner, ids, until) => queue.extendLeases(ctx, owner, ids, until),
     releaseLeases: (owner, ids) => queue.releaseLeases(ctx, owner, ids),
     holdDeliveries: (ids, cancel) => queue.holdDeliveries(ctx, ids, cancel),
     requeueDelivery: (t, e, d, now) => queue.requeueDelivery(ctx, t, e, d, now),

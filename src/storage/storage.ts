@@ -47,6 +47,8 @@ export interface Storage {
   claimDueDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>
   /** Write attempt results and the new delivery states in one transaction; returns failure streaks per destination. */
   recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]>
+  /** Extend the leases `owner` still holds on these deliveries (work queued behind a slow destination). */
+  extendLeases(owner: string, ids: string[], leaseUntil: Date): Promise<number>
   /** Give back every lease held by `owner` so another worker can take the rows at once. */
   releaseLeases(owner: string, ids?: string[]): Promise<number>
   /**

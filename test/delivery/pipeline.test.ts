@@ -18,6 +18,7 @@ for (const kind of engineKinds()) {
         if (r.path === '/gone') return { status: 410 }
         if (r.path === '/throttled') return n === 0 ? { status: 429, headers: { 'retry-after': '1' } } : {}
         if (r.path === '/slow') return { delayMs: 300 }
+        if (r.path === '/slow-lease') return { delayMs: 150 }
         return {}
       })
       outflow = await kind.create({ topics: ['order.created', 'order.paid', 'user.created'], delivery: quick })
@@ -256,6 +257,22 @@ for (const kind of engineKinds()) {
       expect((await rejection(outflow.getEvent(T, ids[0]!))).status).toBe(404) // another tenant's event
       for (const bad of [{ limit: 0 }, { limit: 1001 }, { status: 'meh' }, { dir: 'up' }, { order_by: 'created_at' }, { 'time[gte]': 'x' }])
         expect((await rejection(outflow.listEvents('log', bad as never))).status).toBe(400)
+    })
+
+    it('keeps leases alive for deliveries queued behind a slow destination, so no other worker takes them', async () => {
+      const engine = await kind.create({ topics: ['order.created'], delivery: { ...quick, leaseMs: 300, perDestinationConcurrency: 1 } })
+      await engine.upsertTenant(T, {})
+      await engine.createDestination(T, { type: 'webhook', topics: '*', config: { url: `${receiver.url}/slow-lease` } })
+      const published = await engine.publishMany(Array.from({ length: 6 }, (_, i) => ({ tenant_id: T, topic: 'order.created', data: { i } })))
+      // 6 × 150 ms one at a time outlasts the 300 ms lease several times over.
+      await new Promise((r) => setTimeout(r, 500))
+      const stolen = await engine.storage.claimDueDeliveries({ owner: 'another-instance', now: new Date(), leaseUntil: new Date(Date.now() + 60_000), limit: 100 })
+      expect(stolen).toEqual([])
+      await waitFor(() => receiver.on('/slow-lease').length >= 6, 10_000, 'all six deliveries')
+      await new Promise((r) => setTimeout(r, 200))
+      expect(new Set(receiver.on('/slow-lease').map((r) => r.headers['webhook-id']))).toEqual(new Set(published.map((p) => p.id)))
+      expect(receiver.on('/slow-lease')).toHaveLength(6)
+      await engine.close()
     })
 
     it('close() lets in-flight attempts finish, records them, and a closed engine rejects publish', async () => {
