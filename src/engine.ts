@@ -7,6 +7,7 @@ import type { EngineContext } from './engine/context.js'
 import { encryptionKeyBytes } from './engine/credentials.js'
 import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
+import { EventWriter } from './engine/event-writer.js'
 import { publishEvents } from './engine/publish.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
@@ -58,6 +59,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly storage: Storage
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
+  readonly #writer: EventWriter
   #handler?: (request: Request) => Promise<Response>
   #closed = false
 
@@ -79,6 +81,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
     }
     this.#worker = new DeliveryWorker(this.#ctx, this)
+    this.#writer = new EventWriter(this.#ctx, this.#worker)
   }
 
   /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
@@ -166,7 +169,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   /** Publish a batch in one transaction. */
   publishMany(inputs: unknown[], { single = false }: { single?: boolean } = {}): Promise<PublishResult[]> {
     if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
-    return publishEvents(this.#ctx, this.#worker, inputs, single)
+    return publishEvents(this.#ctx, this.#writer, inputs, single)
   }
   /** Admin listing of events across tenants. */
   listAdminEvents(query?: ListAdminEventsQuery): Promise<Page<Event>> {
@@ -201,6 +204,8 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    // Publishes already accepted are committed before the worker stops.
+    await this.#writer.drain()
     await this.#worker.close()
     await this.storage.close()
   }

@@ -16,7 +16,7 @@ const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
 const destinationCacheMs = 1_000
 /** Attempt results are written in batches of at most this many. */
-const writeBatch = 200
+const writeBatch = 500
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
 
@@ -37,8 +37,7 @@ export class DeliveryWorker {
   readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
   #writes: AttemptWrite[] = []
-  #flushing: Promise<void> = Promise.resolve()
-  #flushScheduled = false
+  #writing?: Promise<void>
   #running = false
   #stopping = false
   #loop?: Promise<void>
@@ -51,7 +50,8 @@ export class DeliveryWorker {
     this.#emitter = emitter
     const { concurrency, batchSize } = ctx.options.delivery
     this.#global = new PQueue({ concurrency })
-    this.#maxHeld = Math.max(concurrency * 4, batchSize * 2)
+    // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
+    this.#maxHeld = Math.max(concurrency * 20, batchSize * 4)
   }
 
   start(): void {
@@ -199,8 +199,9 @@ export class DeliveryWorker {
       const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       this.#record(write)
       recorded = true
-      const outcome = { tenant_id: d.tenant_id, event_id: d.event_id, destination_id: d.destination_id, attempt: toDeliveryAttempt(write.attempt) }
-      this.#emitter.emit(result.ok ? 'delivery.succeeded' : 'delivery.failed', outcome)
+      const name = result.ok ? 'delivery.succeeded' : 'delivery.failed'
+      if (this.#emitter.listenerCount(name) > 0)
+        this.#emitter.emit(name, { tenant_id: d.tenant_id, event_id: d.event_id, destination_id: d.destination_id, attempt: toDeliveryAttempt(write.attempt) })
       if (result.disable) await this.#disableGone(d)
     } catch (err) {
       this.#ctx.options.logger.error('delivery attempt failed unexpectedly', { delivery_id: d.id, error: (err as Error).message })
@@ -227,32 +228,44 @@ export class DeliveryWorker {
 
   #record(write: AttemptWrite): void {
     this.#writes.push(write)
-    if (this.#writes.length >= writeBatch) void this.#flush()
-    else if (!this.#flushScheduled) {
-      this.#flushScheduled = true
-      setImmediate(() => void this.#flush())
+    this.#startWriting()
+  }
+
+  /**
+   * One writer at a time: while a batch is being written, new results pile up and go in the next
+   * batch, so the write rate follows the database's commit rate instead of one commit per attempt.
+   */
+  #startWriting(): void {
+    if (this.#writing) return
+    this.#writing = (async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      while (this.#writes.length > 0) await this.#writeBatch(this.#writes.splice(0, writeBatch))
+    })().finally(() => {
+      this.#writing = undefined
+      if (this.#writes.length > 0) this.#startWriting()
+    })
+  }
+
+  /** Resolves when every result recorded so far is written. */
+  async #flush(): Promise<void> {
+    while (this.#writing || this.#writes.length > 0) {
+      this.#startWriting()
+      await this.#writing
     }
   }
 
-  /** Write buffered attempt results in one transaction, then handle failure streaks and retry wake-ups. */
-  #flush(): Promise<void> {
-    this.#flushScheduled = false
-    const writes = this.#writes
-    if (writes.length === 0) return this.#flushing
-    this.#writes = []
-    this.#flushing = this.#flushing.then(async () => {
-      try {
-        const streaks = await this.#ctx.storage.recordAttempts(writes)
-        await handleStreaks(this.#ctx, this.#emitter, writes, streaks)
-        for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
-      } catch (err) {
-        // The leases expire and the deliveries are attempted again: at-least-once.
-        this.#ctx.options.logger.error('recording attempts failed', { count: writes.length, error: (err as Error).message })
-      } finally {
-        this.#release(writes.map((w) => w.delivery.id))
-      }
-    })
-    return this.#flushing
+  /** Write attempt results in one transaction, then handle failure streaks and retry wake-ups. */
+  async #writeBatch(writes: AttemptWrite[]): Promise<void> {
+    try {
+      const streaks = await this.#ctx.storage.recordAttempts(writes)
+      await handleStreaks(this.#ctx, this.#emitter, writes, streaks)
+      for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
+    } catch (err) {
+      // The leases expire and the deliveries are attempted again: at-least-once.
+      this.#ctx.options.logger.error('recording attempts failed', { count: writes.length, error: (err as Error).message })
+    } finally {
+      this.#release(writes.map((w) => w.delivery.id))
+    }
   }
 
   /** Claim again when the earliest scheduled retry falls due, rather than waiting for the next poll. */

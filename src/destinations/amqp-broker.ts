@@ -1,6 +1,7 @@
 import type * as Amqp from 'amqplib'
 import * as v from 'valibot'
-import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE } from '../delivery/ssrf.js'
+import { guardedLookup, SSRF_ERROR_CODE } from '../delivery/ssrf.js'
+import { privateHostError } from './endpoint-guard.js'
 import { loadPeer } from './load-peer.js'
 import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
 
@@ -240,11 +241,7 @@ export const amqpBroker: DestinationTypeDefinition = {
     const amqp = await loadPeer<typeof Amqp>('amqplib')
     const exchange = config.exchange ?? ''
     // An IP literal skips DNS, so the connect-time guard would never see it.
-    const literal = ipLiteral(address.hostname)
-    const refused =
-      !context.allowPrivateNetworks && literal !== null && isPrivateAddress(literal)
-        ? `refusing to connect to a private network address (${literal}); set allowPrivateNetworks to allow it`
-        : undefined
+    const refused = privateHostError(address.hostname, context)
 
     let connecting: Promise<Amqp.ChannelModel> | undefined
     let channelling: Promise<ChannelState> | undefined

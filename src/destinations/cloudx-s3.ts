@@ -2,7 +2,8 @@ import http from 'node:http'
 import https from 'node:https'
 import type * as S3 from '@aws-sdk/client-s3'
 import * as v from 'valibot'
-import { guardedLookup, ipLiteral, isPrivateAddress } from '../delivery/ssrf.js'
+import { guardedLookup } from '../delivery/ssrf.js'
+import { privateEndpointError } from './endpoint-guard.js'
 import { loadPeer } from './load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher, PublisherContext } from './types.js'
@@ -154,13 +155,6 @@ export function awsRequestHandler(endpoint: string | undefined, context: Publish
     httpAgent: new http.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
     httpsAgent: new https.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
   }
-}
-
-/** Why a tenant-supplied endpoint is refused: an IP literal skips DNS, so the connect-time guard never sees it. */
-export function privateEndpointError(endpoint: string | undefined, context: PublisherContext): string | undefined {
-  if (endpoint === undefined || context.allowPrivateNetworks) return undefined
-  const literal = ipLiteral(new URL(endpoint).hostname)
-  return literal !== null && isPrivateAddress(literal) ? `refusing to connect to a private network address (${literal}); set allowPrivateNetworks to allow it` : undefined
 }
 
 /** Codes of an error and its causes (SDK network errors wrap the socket error). */

@@ -2,6 +2,8 @@ import type * as Sqs from '@aws-sdk/client-sqs'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
+import { awsErrorCodes, awsRequestHandler } from './cloudx-s3.js'
+import { privateHostError } from './endpoint-guard.js'
 import { loadPeer } from './load-peer.js'
 import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
 
@@ -202,6 +204,7 @@ function classifySqsError(err: unknown): { kind: ErrorKind; code: string } {
   const message = typeof e.message === 'string' ? e.message : ''
   const code = codes.find((c) => c !== 'Error' && c !== 'SQSServiceException') ?? codes[0] ?? 'Error'
   const has = (set: Set<string>) => codes.some((c) => set.has(c))
+  if (awsErrorCodes(err).includes('ERR_OUTFLOW_SSRF')) return { kind: 'ssrf', code: 'ERR_OUTFLOW_SSRF' }
   if (has(authCodes) || status === 401 || status === 403) return { kind: 'authentication', code }
   if (has(notFoundCodes)) return { kind: 'not_found', code }
   if (has(throttledCodes) || status === 429) return { kind: 'throttled', code }
@@ -225,7 +228,8 @@ function failure(err: unknown, credentials: SqsCredentials): AttemptResult {
   const raw = err instanceof Error || (typeof err === 'object' && err !== null && 'message' in err) ? String((err as { message: unknown }).message) : String(err)
   const message = redact(raw, credentials)
   const status = (err as SdkError | null)?.$metadata?.httpStatusCode
-  const error = kind === 'network' ? `could not reach SQS: ${message}` : kind === 'timeout' ? `SQS did not answer in time: ${message}` : `${code}: ${message}`
+  const error =
+    kind === 'ssrf' ? message : kind === 'network' ? `could not reach SQS: ${message}` : kind === 'timeout' ? `SQS did not answer in time: ${message}` : `${code}: ${message}`
   return {
     ok: false,
     error_kind: kind,
@@ -276,20 +280,25 @@ export const cloudxSqs: DestinationTypeDefinition = {
     const config = parseStored(ConfigSchema, destination.config, 'config')
     const credentials = parseStored(CredentialsSchema, destination.credentials, 'credentials')
     const sdk = await loadPeer<typeof Sqs>('@aws-sdk/client-sqs')
+    // Always explicit: the queue URL's own host is where AWS wants the call, and AWS_ENDPOINT_URL* of the host must not redirect it.
+    const endpoint = config.endpoint ?? new URL(config.queue_url).origin
+    // Both hosts are tenant input. Names are checked at connect time by the request handler's lookup (on the addresses
+    // the socket uses, so DNS rebinding cannot slip through); literals skip DNS, so they are judged here, once.
+    const refused = privateHostError(new URL(endpoint).hostname, context) ?? privateHostError(new URL(config.queue_url).hostname, context)
     const client = new sdk.SQSClient({
       region: config.region ?? regionFromQueueUrl(config.queue_url) ?? 'us-east-1',
-      // Always explicit: the queue URL's own host is where AWS wants the call, and AWS_ENDPOINT_URL* of the host must not redirect it.
-      endpoint: config.endpoint ?? new URL(config.queue_url).origin,
+      endpoint,
       credentials: { accessKeyId: credentials.key, secretAccessKey: credentials.secret, sessionToken: credentials.session },
       // The delivery pipeline owns retries and their schedule.
       maxAttempts: 1,
-      requestHandler: { connectionTimeout: context.timeoutMs, requestTimeout: context.timeoutMs },
+      requestHandler: awsRequestHandler(endpoint, context),
       customUserAgent: context.userAgent,
     })
     let closed = false
     return {
       async publish(message) {
         if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         try {
           const out = await client.send(new sdk.SendMessageCommand(sendMessageInput(config, message)), { abortSignal: AbortSignal.timeout(context.timeoutMs) })
           const body: Record<string, string> = { message_id: out.MessageId ?? '' }

@@ -1,7 +1,9 @@
+import type { LookupAddress } from 'node:dns'
 import type * as ServiceBus from '@azure/service-bus'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
+import { hostFailure, privateHostError, resolvePublicHost } from './endpoint-guard.js'
 import { loadPeer } from './load-peer.js'
 import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
 
@@ -181,6 +183,22 @@ interface Connection {
   sender: ServiceBus.ServiceBusSender
 }
 
+/** Where a connection string points: the `Endpoint` host and port, and whether it is the plaintext emulator. */
+interface Namespace {
+  hostname: string
+  port: number
+  emulator: boolean
+}
+
+/** The namespace of a validated connection string. */
+function namespaceOf(connectionString: string): Namespace {
+  const parts = parseConnectionString(connectionString)
+  if (typeof parts === 'string') throw new Error(`connection_string ${parts}`)
+  const url = new URL(parts.get('Endpoint') ?? '')
+  const emulator = parts.get('UseDevelopmentEmulator') === 'true'
+  return { hostname: url.hostname, port: url.port ? Number(url.port) : emulator ? 5672 : 5671, emulator }
+}
+
 /** Azure Service Bus: one message per delivery to a queue or topic, application properties = metadata. */
 export const cloudyServicebus: DestinationTypeDefinition = {
   type: 'cloudy_servicebus',
@@ -199,16 +217,26 @@ export const cloudyServicebus: DestinationTypeDefinition = {
     const config: ServiceBusConfig = parseStored(ConfigSchema, destination.config, 'config')
     const { connection_string: connectionString } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
     const sdk = await loadPeer<typeof ServiceBus>('@azure/service-bus')
+    const namespace = namespaceOf(connectionString)
+    // The Endpoint host is tenant input. A literal cannot change, so it is judged once; a name is resolved and
+    // checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.
+    const refused = privateHostError(namespace.hostname, context)
     let connection: Connection | undefined
     let closed = false
 
-    /** The client and sender; created lazily so a connection string the SDK refuses becomes a failed attempt, not a thrown error. */
-    function open(): Connection {
+    /**
+     * The client and sender; created lazily so a connection string the SDK refuses becomes a failed attempt, not a thrown error.
+     * A plaintext emulator client is pinned to an address just checked, so the SDK's own DNS (on every reconnect) cannot be
+     * rebound to a private one; a TLS client keeps the name, which its certificate must match.
+     */
+    function open(checked: LookupAddress[] | undefined): Connection {
       if (connection) return connection
+      const pinned = namespace.emulator ? checked?.[0]?.address : undefined
       const client = new sdk.ServiceBusClient(connectionString, {
         // The delivery pipeline owns retries; one try, bounded by the attempt timeout, fails fast.
         retryOptions: { maxRetries: 0, timeoutInMs: context.timeoutMs },
         userAgentOptions: { userAgentPrefix: context.userAgent },
+        ...(pinned ? { customEndpointAddress: `sb://${pinned}:${namespace.port}` } : {}),
       })
       try {
         connection = { client, sender: client.createSender(config.name) }
@@ -237,8 +265,17 @@ export const cloudyServicebus: DestinationTypeDefinition = {
     return {
       async publish(message) {
         if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
+        let checked: LookupAddress[] | undefined
         try {
-          const { sender } = open()
+          // IPv4 only for the emulator: its client is pinned, and the SDK cannot be pinned to an IPv6 address.
+          checked = await resolvePublicHost(namespace.hostname, context, namespace.emulator ? 4 : 0)
+        } catch (err) {
+          return hostFailure(err, namespace.hostname)
+        }
+        if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        try {
+          const { sender } = open(checked)
           await sender.sendMessages(
             { body: message.data, contentType: 'application/json', messageId: message.id, subject: message.topic, applicationProperties: message.metadata },
             { abortSignal: AbortSignal.timeout(context.timeoutMs) },

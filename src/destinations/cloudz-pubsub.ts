@@ -1,7 +1,9 @@
+import type { LookupAddress } from 'node:dns'
 import type * as PubSubModule from '@google-cloud/pubsub'
 import * as v from 'valibot'
 import { OutflowError, type ErrorData } from '../errors.js'
 import { issuesToData } from '../model/common.js'
+import { hostFailure, privateHostError, resolvePublicHost } from './endpoint-guard.js'
 import { loadPeer } from './load-peer.js'
 import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
 
@@ -56,11 +58,14 @@ const CredentialsSchema = v.strictObject(
 
 type PubsubConfig = v.InferOutput<typeof ConfigSchema>
 
+/** The host of an `endpoint` (`host:port` or an http(s) URL of a host). */
+function endpointHost(endpoint: string): string {
+  return endpoint.replace(/^https?:\/\//, '').split(/[:/]/)[0] ?? ''
+}
+
 /** True when the endpoint is an emulator (not a *.googleapis.com host): plaintext, no auth, as the SDK decides. */
 function isEmulatorEndpoint(endpoint: string | undefined): boolean {
-  if (!endpoint) return false
-  const host = endpoint.replace(/^https?:\/\//, '').split(/[:/]/)[0] ?? ''
-  return !host.endsWith('.googleapis.com')
+  return endpoint ? !endpointHost(endpoint).endsWith('.googleapis.com') : false
 }
 
 /** The service-account fields Google auth needs; missing ones reported by name. */
@@ -210,6 +215,34 @@ function clientOptions(config: PubsubConfig, keyJson: string, userAgent: string)
   return { options, privateKey: key.private_key }
 }
 
+/** The endpoint with its host replaced by an IPv4 address (the SDK splits the endpoint at ":", so IPv6 cannot be pinned). */
+function pinnedEndpoint(endpoint: string, address: string): string {
+  return endpoint.replace(/^(https?:\/\/)?[A-Za-z0-9.-]+/, `$1${address}`)
+}
+
+/** The open client of a publisher, and whether it was pinned to a checked address. */
+interface OpenTopic {
+  client: PubSubModule.PubSub
+  topic: PubSubModule.Topic
+  pinned: boolean
+}
+
+/**
+ * A client and its topic. `pin` (a checked IPv4 address of an emulator, which is plaintext) replaces the endpoint host,
+ * so the SDK's own DNS (on every reconnect) cannot be rebound to a private address; a *.googleapis.com client keeps the
+ * name, which its TLS certificate must match.
+ */
+function openTopic(sdk: typeof PubSubModule, options: PubSubModule.ClientConfig, config: PubsubConfig, timeoutMs: number, pin: string | undefined): OpenTopic {
+  const client = new sdk.PubSub({ ...options, ...(pin && config.endpoint ? { apiEndpoint: pinnedEndpoint(config.endpoint, pin) } : {}) })
+  const topic = client.topic(config.topic, {
+    // One message per Publish call, sent at once: each delivery is its own attempt.
+    batching: { maxMessages: 1, maxMilliseconds: 0 },
+    // The delivery pipeline owns retries; the SDK's own (up to 10 minutes) would hide failures.
+    gaxOpts: { timeout: timeoutMs, retry: null },
+  })
+  return { client, topic, pinned: pin !== undefined }
+}
+
 /** Google Cloud Pub/Sub: one Publish per delivery, data = data JSON, attributes = metadata. */
 export const cloudzPubsub: DestinationTypeDefinition = {
   type: 'cloudz_pubsub',
@@ -236,31 +269,61 @@ export const cloudzPubsub: DestinationTypeDefinition = {
     const { service_account_json: keyJson } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
     const issues = pubsubDestinationIssues(config, { service_account_json: keyJson })
     if (issues) throw new OutflowError('validation', 'invalid cloudz_pubsub credentials', { data: issues })
-    const { PubSub } = await loadPeer<typeof PubSubModule>('@google-cloud/pubsub')
+    const sdk = await loadPeer<typeof PubSubModule>('@google-cloud/pubsub')
     const { options, privateKey } = clientOptions(config, keyJson, context.userAgent)
-    const client = new PubSub(options)
-    const topic = client.topic(config.topic, {
-      // One message per Publish call, sent at once: each delivery is its own attempt.
-      batching: { maxMessages: 1, maxMilliseconds: 0 },
-      // The delivery pipeline owns retries; the SDK's own (up to 10 minutes) would hide failures.
-      gaxOpts: { timeout: context.timeoutMs, retry: null },
-    })
+    // The endpoint host is tenant input (without one the SDK calls Google). A literal cannot change, so it is judged once;
+    // a name is resolved and checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.
+    const host = config.endpoint === undefined ? undefined : endpointHost(config.endpoint)
+    const refused = host === undefined ? undefined : privateHostError(host, context)
+    const emulator = isEmulatorEndpoint(config.endpoint)
+    let open: OpenTopic | undefined
+    const closing = new Set<Promise<void>>()
     let closed = false
+
+    /** Forget a client and close it in the background; close() waits for it. */
+    function discard(current: OpenTopic | undefined): void {
+      if (!current) return
+      if (open === current) open = undefined
+      const done: Promise<void> = current.client
+        .close()
+        .catch(() => {})
+        .finally(() => closing.delete(done))
+      closing.add(done)
+    }
+
     return {
       async publish(message) {
         if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
+        let checked: LookupAddress[] | undefined
+        if (host !== undefined) {
+          try {
+            // IPv4 only for an emulator: its client is pinned to one of them.
+            checked = await resolvePublicHost(host, context, emulator ? 4 : 0)
+          } catch (err) {
+            return hostFailure(err, host)
+          }
+          if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        }
+        let current: OpenTopic | undefined
         try {
+          // Opened by the first publish (and again after a pinned client failed), with the addresses just checked.
+          current = open ??= openTopic(sdk, options, config, context.timeoutMs, emulator ? checked?.[0]?.address : undefined)
           const data = Buffer.from(JSON.stringify(message.data ?? null), 'utf8')
-          const messageId = await topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) })
+          const messageId = await current.topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) })
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: messageId }) }
         } catch (err) {
-          return failure(err, privateKey)
+          const result = failure(err, privateKey)
+          // A pinned client resolves again on the next publish: the emulator may have moved.
+          if (current?.pinned && (result.error_kind === 'network' || result.error_kind === 'timeout')) discard(current)
+          return result
         }
       },
       async close() {
         if (closed) return
         closed = true
-        await client.close()
+        discard(open)
+        await Promise.all(closing)
       },
     }
   },

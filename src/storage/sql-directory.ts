@@ -171,3 +171,19 @@ export async function setDestinationDisabled(
     return row as DestinationRecord
   })
 }
+
+export async function publishTargets(ctx: SqlContext, tenantIds: string[]): Promise<Map<string, DestinationRecord[]>> {
+  const { tenants, destinations } = ctx.tables
+  return ctx.run(async (db) => {
+    const found = await db.select({ id: tenants.id }).from(tenants).where(inArray(tenants.id, tenantIds))
+    const result = new Map<string, DestinationRecord[]>(found.map((t) => [t.id, []]))
+    if (found.length === 0) return result
+    const rows = await db
+      .select()
+      .from(destinations)
+      .where(inArray(destinations.tenant_id, [...result.keys()]))
+      .orderBy(asc(destinations.created_at), asc(destinations.id))
+    for (const row of rows) result.get(row.tenant_id)!.push(row as DestinationRecord)
+    return result
+  })
+}

@@ -21,6 +21,7 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     updateDestination: (record) => directory.updateDestination(ctx, record),
     deleteDestination: (tenantId, id) => directory.deleteDestination(ctx, tenantId, id),
     setDestinationDisabled: (tenantId, id, at, now) => directory.setDestinationDisabled(ctx, tenantId, id, at, now),
+    publishTargets: (ids) => directory.publishTargets(ctx, ids),
     insertEvents: (items) => queue.insertEvents(ctx, items),
     claimDueDeliveries: (q) => queue.claimDueDeliveries(ctx, q),
     recordAttempts: (writes) => queue.recordAttempts(ctx, writes),

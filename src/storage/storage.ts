@@ -37,6 +37,9 @@ export interface Storage {
   /** Set `disabled_at` (kept when already set) or clear it (`null`); enabling resets the failure streak and makes parked deliveries due. */
   setDestinationDisabled(tenantId: string, id: string, at: Date | null, now: Date): Promise<DestinationRecord | null>
 
+  /** For publishing: each existing tenant's destinations (all, oldest first); unknown tenants are absent. */
+  publishTargets(tenantIds: string[]): Promise<Map<string, DestinationRecord[]>>
+
   // --- events and the delivery queue (delivery issue) ------------------------------------------
   /**
    * Insert each event with its deliveries in one transaction. Idempotent on (tenant_id, event id):

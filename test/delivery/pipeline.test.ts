@@ -92,6 +92,23 @@ for (const kind of engineKinds()) {
       expect((await rejection(outflow.publish(body))).status).toBe(status)
     })
 
+    it('commits concurrent publishes together; one naming an unknown tenant fails alone', async () => {
+      const d = await hook('/concurrent')
+      const calls = Array.from({ length: 30 }, (_, i) =>
+        outflow.publish({ tenant_id: i === 7 ? 'ghost' : T, topic: 'order.created', data: { i } }).then(
+          (r) => ({ ok: true as const, r }),
+          (e: { status: number }) => ({ ok: false as const, status: e.status }),
+        ),
+      )
+      const results = await Promise.all(calls)
+      expect(results.filter((r) => !r.ok)).toEqual([{ ok: false, status: 404 }])
+      const ok = results.flatMap((r) => (r.ok ? [r.r] : []))
+      expect(ok).toHaveLength(29)
+      expect(ok.every((r) => r.destination_ids.includes(d.id) && !r.duplicate)).toBe(true)
+      await waitFor(() => receiver.on('/concurrent').length === 29)
+      expect(new Set(receiver.on('/concurrent').map((r) => JSON.parse(r.body).i)).has(7)).toBe(false)
+    })
+
     it('publishes a batch with publishMany', async () => {
       const d = await hook('/batch')
       const results = await outflow.publishMany(Array.from({ length: 20 }, (_, i) => ({ tenant_id: T, topic: 'order.created', data: { i } })))

@@ -1,6 +1,6 @@
 import net from 'node:net'
 import * as v from 'valibot'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudxSqs, regionFromQueueUrl } from '../../src/destinations/cloudx-sqs.js'
 import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 import { startFakeSqs, type FakeSqs } from '../fakes/sqs-server.js'
@@ -26,6 +26,43 @@ function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
 function destination(config: Record<string, unknown>, credentials: Record<string, unknown> = { key, secret }): PublisherDestination {
   return { id: 'des_sqs', tenant_id: 'acme', type: 'cloudx_sqs', config, credentials }
 }
+
+// Sentinel: a socket connect to anything but loopback is stopped before it reaches the network (no DNS, no packet)
+// and fails as ECONNREFUSED. Every stopped host is recorded; a test that does not take them out fails.
+const realConnect = net.Socket.prototype.connect
+const stopped: string[] = []
+
+function connectHost(args: unknown[]): string {
+  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0]
+  if (typeof first === 'object' && first !== null) {
+    const options = first as { host?: string; path?: string }
+    return options.path ? `unix:${options.path}` : (options.host ?? 'localhost')
+  }
+  if (typeof first === 'number' || /^\d+$/.test(String(first))) return typeof args[1] === 'string' ? args[1] : 'localhost'
+  return `unix:${String(first)}`
+}
+
+function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost' || host.startsWith('unix:')) return true
+  const bare = host.replace(/^\[|\]$/g, '')
+  return net.isIP(bare) !== 0 && (bare === '::1' || /^127\./.test(bare) || /^::ffff:127\./i.test(bare))
+}
+
+beforeAll(() => {
+  net.Socket.prototype.connect = function sentinelConnect(this: net.Socket, ...args: unknown[]) {
+    const host = connectHost(args)
+    if (isLoopbackHost(host)) return (realConnect as (...a: unknown[]) => net.Socket).apply(this, args)
+    stopped.push(host)
+    process.nextTick(() => this.destroy(Object.assign(new Error(`connect ECONNREFUSED ${host} (stopped by the test sentinel)`), { code: 'ECONNREFUSED' })))
+    return this
+  } as typeof realConnect
+})
+afterAll(() => {
+  net.Socket.prototype.connect = realConnect
+})
+afterEach(() => {
+  expect(stopped.splice(0), 'connections to non-loopback hosts').toEqual([])
+})
 
 /** A loopback port with nothing listening on it. */
 async function closedPort(): Promise<number> {
@@ -186,6 +223,54 @@ describe('cloudx_sqs destination', () => {
       const result = await publisher.publish(message())
       expect(result).toMatchObject({ ok: false, error_kind: 'network' })
       expect(result.error).toContain('ECONNREFUSED')
+    })
+  })
+
+  describe('private networks', () => {
+    const guarded: PublisherContext = { ...context, allowPrivateNetworks: false }
+
+    async function guardedPublish(config: Record<string, unknown>) {
+      const publisher = await cloudxSqs.createPublisher(destination(config), guarded)
+      publishers.push(publisher)
+      return publisher.publish(message())
+    }
+
+    it('refuses the local fake by IP literal, in the endpoint or the queue URL, without a request', async () => {
+      const before = { messages: sqs.messages.length, connections: sqs.connections.opened }
+      for (const config of [{ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint }, { queue_url: sqs.queueUrl('orders') }]) {
+        const result = await guardedPublish(config)
+        expect(result, JSON.stringify(config)).toMatchObject({ ok: false, error_kind: 'ssrf' })
+        expect(result.error).toContain('127.0.0.1')
+      }
+      expect({ messages: sqs.messages.length, connections: sqs.connections.opened }).toEqual(before)
+    })
+
+    it('refuses the local fake by name after DNS, at connect time, without a request or the secret in the text', async () => {
+      const local = sqs.endpoint.replace('127.0.0.1', 'localhost')
+      const before = { messages: sqs.messages.length, connections: sqs.connections.opened }
+      for (const config of [{ queue_url: `${local}/000000000000/orders`, endpoint: local }, { queue_url: `${local}/000000000000/orders` }]) {
+        const result = await guardedPublish(config)
+        expect(result).toMatchObject({ ok: false, error_kind: 'ssrf' })
+        expect(result.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1)/)
+        expect(JSON.stringify(result)).not.toContain(secret)
+      }
+      expect({ messages: sqs.messages.length, connections: sqs.connections.opened }).toEqual(before)
+    })
+
+    it.each([
+      ['a 10.x endpoint', { queue_url: 'http://10.0.0.1:4566/000000000000/orders', endpoint: 'http://10.0.0.1:4566' }],
+      ['a metadata-address queue URL', { queue_url: 'http://169.254.169.254/000000000000/orders' }],
+      ['an IPv6 metadata endpoint', { queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders', endpoint: 'http://[fd00:ec2::254]' }],
+      ['a private queue URL next to a public endpoint', { queue_url: 'http://192.168.1.10/000000000000/orders', endpoint: 'https://sqs.us-east-1.amazonaws.com' }],
+    ])('refuses %s without attempting a connection', async (_name, config) => {
+      expect(await guardedPublish(config)).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(stopped).toEqual([])
+    })
+
+    it('does not refuse a public AWS queue URL: the attempt goes on to the socket (stopped here by the sentinel)', async () => {
+      const result = await guardedPublish({ queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders' })
+      expect(result).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(stopped.splice(0)).toEqual(['sqs.us-east-1.amazonaws.com'])
     })
   })
 

@@ -1,6 +1,7 @@
+import dns from 'node:dns'
 import net from 'node:net'
 import * as v from 'valibot'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudyServicebus } from '../../src/destinations/cloudy-servicebus.js'
 import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 import { startFakeServiceBus, type FakeServiceBus } from '../fakes/servicebus-server.js'
@@ -21,6 +22,61 @@ function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
     attempt: 1,
     ...overrides,
   }
+}
+
+// Sentinel: a socket connect to anything but loopback is stopped before it reaches the network (no DNS, no packet)
+// and fails as ECONNREFUSED. Every stopped host is recorded; a test that does not take them out fails.
+const realConnect = net.Socket.prototype.connect
+const stopped: string[] = []
+
+function connectHost(args: unknown[]): string {
+  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0]
+  if (typeof first === 'object' && first !== null) {
+    const options = first as { host?: string; path?: string }
+    return options.path ? `unix:${options.path}` : (options.host ?? 'localhost')
+  }
+  if (typeof first === 'number' || /^\d+$/.test(String(first))) return typeof args[1] === 'string' ? args[1] : 'localhost'
+  return `unix:${String(first)}`
+}
+
+function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost' || host.startsWith('unix:')) return true
+  const bare = host.replace(/^\[|\]$/g, '')
+  return net.isIP(bare) !== 0 && (bare === '::1' || /^127\./.test(bare) || /^::ffff:127\./i.test(bare))
+}
+
+beforeAll(() => {
+  net.Socket.prototype.connect = function sentinelConnect(this: net.Socket, ...args: unknown[]) {
+    const host = connectHost(args)
+    if (isLoopbackHost(host)) return (realConnect as (...a: unknown[]) => net.Socket).apply(this, args)
+    stopped.push(host)
+    process.nextTick(() => this.destroy(Object.assign(new Error(`connect ECONNREFUSED ${host} (stopped by the test sentinel)`), { code: 'ECONNREFUSED' })))
+    return this
+  } as typeof realConnect
+})
+afterAll(() => {
+  net.Socket.prototype.connect = realConnect
+})
+afterEach(() => {
+  vi.restoreAllMocks()
+  expect(stopped.splice(0), 'connections to non-loopback hosts').toEqual([])
+})
+
+/**
+ * Answer `dns.lookup` from `answers`, which the test may change (a name missing there fails as ENOTFOUND, so no
+ * query leaves the machine); `localhost` still resolves. Returns the names looked up.
+ */
+function stubDns(answers: Record<string, string>): string[] {
+  const asked: string[] = []
+  const real = dns.lookup
+  vi.spyOn(dns, 'lookup').mockImplementation(((hostname: string, options: dns.LookupAllOptions, callback: (err: Error | null, addresses: dns.LookupAddress[]) => void) => {
+    if (hostname === 'localhost') return (real as (...a: unknown[]) => void)(hostname, options, callback)
+    asked.push(hostname)
+    const address = answers[hostname]
+    if (address === undefined) return process.nextTick(() => callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []))
+    process.nextTick(() => callback(null, [{ address, family: net.isIP(address) }]))
+  }) as never)
+  return asked
 }
 
 function destination(name: string, connectionString: string): PublisherDestination {
@@ -127,6 +183,60 @@ describe('cloudy_servicebus destination', () => {
     it('reports an EntityPath that names another entity as configuration', async () => {
       const publisher = await publisherFor('orders', `${sb.connectionString()};EntityPath=other`)
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'configuration' })
+    })
+  })
+
+  describe('private networks', () => {
+    const guarded: PublisherContext = { ...context, allowPrivateNetworks: false }
+    const emulatorString = (endpoint: string) => `Endpoint=${endpoint};SharedAccessKeyName=${keyName};SharedAccessKey=${key};UseDevelopmentEmulator=true`
+
+    async function guardedPublisher(connectionString: string): Promise<Publisher> {
+      const publisher = await cloudyServicebus.createPublisher(destination('orders', connectionString), guarded)
+      publishers.push(publisher)
+      return publisher
+    }
+
+    it('refuses the local emulator by IP literal or by name, without a connection or the key in the text', async () => {
+      const before = { messages: sb.messages.length, connections: sb.connections.opened }
+      const literal = await (await guardedPublisher(sb.connectionString())).publish(message())
+      expect(literal).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(literal.error).toContain('127.0.0.1')
+      const named = await (await guardedPublisher(emulatorString(`sb://localhost:${sb.port}`))).publish(message())
+      expect(named).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(named.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1)/)
+      expect(JSON.stringify([literal, named])).not.toContain(key)
+      expect({ messages: sb.messages.length, connections: sb.connections.opened }).toEqual(before)
+    })
+
+    it.each([
+      ['a 10.x emulator', emulatorString('sb://10.0.0.1:5672')],
+      ['the metadata address', `Endpoint=sb://169.254.169.254/;SharedAccessKeyName=${keyName};SharedAccessKey=${key}`],
+      ['an IPv6 unique-local namespace', `Endpoint=sb://[fd00:ec2::254]/;SharedAccessKeyName=${keyName};SharedAccessKey=${key}`],
+    ])('refuses %s without attempting a connection', async (_name, connectionString) => {
+      expect(await (await guardedPublisher(connectionString)).publish(message())).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(stopped).toEqual([])
+    })
+
+    it('checks a namespace name before every publish: refused once it resolves to a private address', async () => {
+      const answers: Record<string, string> = { 'acme.servicebus.windows.net': '93.184.216.34' }
+      const asked = stubDns(answers)
+      const publisher = await guardedPublisher(`Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=${keyName};SharedAccessKey=${key}`)
+      // Public: the SDK goes on to connect, by name (TLS checks the certificate against it), and the sentinel stops it.
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(new Set(stopped.splice(0))).toEqual(new Set(['acme.servicebus.windows.net']))
+      answers['acme.servicebus.windows.net'] = '10.1.2.3'
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(result.error).toContain('acme.servicebus.windows.net resolves to 10.1.2.3')
+      expect(stopped).toEqual([])
+      expect(asked).toEqual(['acme.servicebus.windows.net', 'acme.servicebus.windows.net'])
+    })
+
+    it('pins an emulator named by DNS to the address it checked, so the SDK never resolves the name itself', async () => {
+      stubDns({ 'sb-emulator.example': '93.184.216.34' })
+      const publisher = await guardedPublisher(emulatorString('sb://sb-emulator.example:5672'))
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(new Set(stopped.splice(0))).toEqual(new Set(['93.184.216.34']))
     })
   })
 

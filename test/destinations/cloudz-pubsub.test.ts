@@ -1,8 +1,10 @@
+import dns from 'node:dns'
 import net from 'node:net'
 import * as grpc from '@grpc/grpc-js'
 import * as v from 'valibot'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudzPubsub, pubsubDestinationIssues } from '../../src/destinations/cloudz-pubsub.js'
+import { resolvePublicHost } from '../../src/destinations/endpoint-guard.js'
 import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 import { OutflowError } from '../../src/errors.js'
 import { startFakePubsub, type FakePubsub } from '../fakes/pubsub-server.js'
@@ -30,6 +32,68 @@ function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
     attempt: 1,
     ...overrides,
   }
+}
+
+// Sentinel: a socket connect to anything but loopback is stopped before it reaches the network (no DNS, no packet)
+// and fails as ECONNREFUSED. Every stopped host is recorded; a test that does not take them out fails.
+const realConnect = net.Socket.prototype.connect
+const stopped: string[] = []
+
+function connectHost(args: unknown[]): string {
+  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0]
+  if (typeof first === 'object' && first !== null) {
+    const options = first as { host?: string; path?: string }
+    return options.path ? `unix:${options.path}` : (options.host ?? 'localhost')
+  }
+  if (typeof first === 'number' || /^\d+$/.test(String(first))) return typeof args[1] === 'string' ? args[1] : 'localhost'
+  return `unix:${String(first)}`
+}
+
+function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost' || host.startsWith('unix:')) return true
+  const bare = host.replace(/^\[|\]$/g, '')
+  return net.isIP(bare) !== 0 && (bare === '::1' || /^127\./.test(bare) || /^::ffff:127\./i.test(bare))
+}
+
+beforeAll(() => {
+  net.Socket.prototype.connect = function sentinelConnect(this: net.Socket, ...args: unknown[]) {
+    const host = connectHost(args)
+    if (isLoopbackHost(host)) return (realConnect as (...a: unknown[]) => net.Socket).apply(this, args)
+    stopped.push(host)
+    process.nextTick(() => this.destroy(Object.assign(new Error(`connect ECONNREFUSED ${host} (stopped by the test sentinel)`), { code: 'ECONNREFUSED' })))
+    return this
+  } as typeof realConnect
+})
+afterAll(() => {
+  net.Socket.prototype.connect = realConnect
+})
+afterEach(() => {
+  vi.restoreAllMocks()
+  expect(stopped.splice(0), 'connections to non-loopback hosts').toEqual([])
+})
+
+/**
+ * Answer `dns.lookup` from `answers`, which the test may change (a name missing there fails as ENOTFOUND, so no
+ * query leaves the machine); `localhost` still resolves. The gRPC resolver's own `dns.promises` lookups always fail.
+ * Returns the names looked up, by whom.
+ */
+function stubDns(answers: Record<string, string>): { guard: string[]; sdk: string[] } {
+  const asked = { guard: [] as string[], sdk: [] as string[] }
+  const real = dns.lookup
+  vi.spyOn(dns, 'lookup').mockImplementation(((hostname: string, options: dns.LookupAllOptions, callback: (err: Error | null, addresses: dns.LookupAddress[]) => void) => {
+    if (hostname === 'localhost') return (real as (...a: unknown[]) => void)(hostname, options, callback)
+    asked.guard.push(hostname)
+    const address = answers[hostname]
+    if (address === undefined) return process.nextTick(() => callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []))
+    process.nextTick(() => callback(null, [{ address, family: net.isIP(address) }]))
+  }) as never)
+  const refuse = async (hostname: string) => {
+    asked.sdk.push(hostname)
+    throw Object.assign(new Error(`queryA ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+  }
+  vi.spyOn(dns.promises, 'lookup').mockImplementation(refuse as never)
+  vi.spyOn(dns.promises, 'resolveTxt').mockImplementation(refuse as never)
+  return asked
 }
 
 function destination(config: Record<string, unknown>, credentials: Record<string, unknown> = { service_account_json: '{}' }): PublisherDestination {
@@ -147,6 +211,63 @@ describe('cloudz_pubsub destination', () => {
     it('refuses to create a publisher for Google without a complete service-account key', async () => {
       const create = cloudzPubsub.createPublisher(destination({ project_id: project, topic: 'orders' }, { service_account_json: '{"type":"service_account"}' }), context)
       await expect(create).rejects.toBeInstanceOf(OutflowError)
+    })
+  })
+
+  describe('private networks', () => {
+    const guarded: PublisherContext = { ...context, allowPrivateNetworks: false }
+
+    async function guardedPublisher(endpoint: string, credentials?: Record<string, unknown>): Promise<Publisher> {
+      const publisher = await cloudzPubsub.createPublisher(destination({ project_id: project, topic: 'orders', endpoint }, credentials), guarded)
+      publishers.push(publisher)
+      return publisher
+    }
+
+    it('refuses the local emulator by IP literal or by name, without a connection', async () => {
+      const before = { messages: pubsub.messages.length, connections: pubsub.connections.opened }
+      const literal = await (await guardedPublisher(pubsub.endpoint)).publish(message())
+      expect(literal).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(literal.error).toContain('127.0.0.1')
+      const named = await (await guardedPublisher(pubsub.endpoint.replace('127.0.0.1', 'localhost'))).publish(message())
+      expect(named).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(named.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1)/)
+      expect({ messages: pubsub.messages.length, connections: pubsub.connections.opened }).toEqual(before)
+    })
+
+    it.each(['10.0.0.1:8085', 'http://169.254.169.254', 'https://192.168.1.10:8443/'])('refuses %s without attempting a connection', async (endpoint) => {
+      expect(await (await guardedPublisher(endpoint)).publish(message())).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(stopped).toEqual([])
+    })
+
+    it('checks a Google endpoint name after DNS, without the key in the text', async () => {
+      const asked = stubDns({ 'europe-west1-pubsub.googleapis.com': '10.1.2.3' })
+      const result = await (await guardedPublisher('europe-west1-pubsub.googleapis.com:443', { service_account_json: serviceAccount })).publish(message())
+      expect(result).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(result.error).toContain('europe-west1-pubsub.googleapis.com resolves to 10.1.2.3')
+      expect(JSON.stringify(result)).not.toContain('MIIfake')
+      expect(asked).toEqual({ guard: ['europe-west1-pubsub.googleapis.com'], sdk: [] })
+      expect(stopped).toEqual([])
+    })
+
+    it('lets public names through the check', async () => {
+      stubDns({ 'pubsub.googleapis.com': '142.250.74.10' })
+      expect(await resolvePublicHost('pubsub.googleapis.com', guarded)).toEqual([{ address: '142.250.74.10', family: 4 }])
+    })
+
+    it('pins an emulator named by DNS to the address it checked, and checks the name again before every publish', async () => {
+      const answers: Record<string, string> = { 'pubsub-emulator.example': '93.184.216.34' }
+      const asked = stubDns(answers)
+      const publisher = await cloudzPubsub.createPublisher(destination({ project_id: project, topic: 'orders', endpoint: 'pubsub-emulator.example:8085' }), {
+        ...guarded,
+        timeoutMs: 2000,
+      })
+      publishers.push(publisher)
+      // Public: the SDK connects to the checked address, never resolving the name itself; the sentinel stops it.
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(new Set(stopped.splice(0))).toEqual(new Set(['93.184.216.34']))
+      answers['pubsub-emulator.example'] = '10.1.2.3'
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'ssrf' })
+      expect(asked).toEqual({ guard: ['pubsub-emulator.example', 'pubsub-emulator.example'], sdk: [] })
     })
   })
 

@@ -1,0 +1,57 @@
+import type { LookupAddress } from 'node:dns'
+import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from '../delivery/ssrf.js'
+import type { AttemptResult, PublisherContext } from './types.js'
+
+/**
+ * Why a tenant-supplied host is refused before any DNS: an IP literal in a private range.
+ * Checked once per publisher, since a literal cannot change; it also never reaches a `lookup`
+ * hook (sockets skip DNS for literals), so this is its only check.
+ *
+ * @example
+ * privateHostError('169.254.169.254', { allowPrivateNetworks: false, ... }) // 'refusing to connect to … (169.254.169.254); …'
+ * privateHostError('sqs.us-east-1.amazonaws.com', context) // undefined: a name is checked after DNS
+ */
+export function privateHostError(hostname: string, context: PublisherContext): string | undefined {
+  if (context.allowPrivateNetworks) return undefined
+  const literal = ipLiteral(hostname)
+  return literal !== null && isPrivateAddress(literal) ? ssrfError(literal, literal).message : undefined
+}
+
+/**
+ * `privateHostError` of an endpoint URL's host.
+ *
+ * @example
+ * privateEndpointError('http://127.0.0.1:4566', context) // refused unless private networks are allowed
+ */
+export function privateEndpointError(endpoint: string | undefined, context: PublisherContext): string | undefined {
+  return endpoint === undefined ? undefined : privateHostError(new URL(endpoint).hostname, context)
+}
+
+/**
+ * Resolve a tenant-supplied host name now, for an SDK that does its own DNS and offers no socket `lookup`
+ * hook: rejects with `ERR_OUTFLOW_SSRF` when any address is private, else the (public) addresses.
+ * Undefined when there is nothing to resolve: private networks are allowed, or the host is an IP literal
+ * (`privateHostError` judged it once). `family: 4` asks for the IPv4 addresses a client can be pinned to.
+ *
+ * @example
+ * const addresses = await resolvePublicHost('acme.servicebus.windows.net', context)
+ */
+export function resolvePublicHost(hostname: string, context: PublisherContext, family: 0 | 4 = 0): Promise<LookupAddress[] | undefined> {
+  if (context.allowPrivateNetworks || ipLiteral(hostname) !== null) return Promise.resolve(undefined)
+  return new Promise((resolve, reject) => {
+    guardedLookup(hostname, { all: true, family }, (err, addresses) => (err ? reject(err) : resolve(addresses as LookupAddress[])))
+  })
+}
+
+/**
+ * The failed attempt of a `resolvePublicHost` rejection: `ssrf` for a private address, else `network`.
+ *
+ * @example
+ * catch (err) { return hostFailure(err, 'localhost') } // { ok: false, error_kind: 'ssrf', error: '… (localhost resolves to 127.0.0.1) …' }
+ */
+export function hostFailure(err: unknown, hostname: string): AttemptResult {
+  const e = err as { code?: unknown; message?: unknown } | null
+  if (e?.code === SSRF_ERROR_CODE) return { ok: false, error_kind: 'ssrf', error: String(e.message) }
+  const code = typeof e?.code === 'string' ? e.code : 'error'
+  return { ok: false, error_kind: 'network', error: `could not resolve ${hostname}: ${code}` }
+}

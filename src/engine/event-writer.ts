@@ -1,0 +1,124 @@
+import type { DeliveryWorker } from '../delivery/worker.js'
+import { notFound } from '../errors.js'
+import { newId } from '../ids.js'
+import type { PublishResult } from '../model/event.js'
+import type { ClaimedDelivery, DestinationRecord, EventRecord, NewEventWithDeliveries } from '../storage/storage.js'
+import type { EngineContext } from './context.js'
+import { matchDestinations } from './publish.js'
+
+/** A validated event to record; `destination_id` narrows delivery to one destination. */
+export interface EventToWrite {
+  event: EventRecord
+  destinationId?: string
+}
+
+interface Pending {
+  events: EventToWrite[]
+  resolve(results: PublishResult[]): void
+  reject(error: unknown): void
+}
+
+/** Events of concurrent calls committed together in one transaction, at most. */
+const maxEventsPerCommit = 1000
+
+/**
+ * Group commit for publishing: concurrent `publish()` calls are matched and written in one
+ * transaction, so many small publishes cost one commit (one fsync on SQLite) instead of one each.
+ * Every call still resolves only after the commit that holds its events.
+ */
+export class EventWriter {
+  readonly #ctx: EngineContext
+  readonly #worker: DeliveryWorker
+  #queue: Pending[] = []
+  #running?: Promise<void>
+
+  constructor(ctx: EngineContext, worker: DeliveryWorker) {
+    this.#ctx = ctx
+    this.#worker = worker
+  }
+
+  write(events: EventToWrite[]): Promise<PublishResult[]> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ events, resolve, reject })
+      this.#start()
+    })
+  }
+
+  #start(): void {
+    if (this.#running) return
+    this.#running = (async () => {
+      // Let the calls of this turn of the event loop join the batch.
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      while (this.#queue.length > 0) await this.#commit(this.#takeBatch())
+    })().finally(() => {
+      this.#running = undefined
+      if (this.#queue.length > 0) this.#start()
+    })
+  }
+
+  #takeBatch(): Pending[] {
+    let count = 0
+    let n = 0
+    while (n < this.#queue.length && (n === 0 || count + this.#queue[n]!.events.length <= maxEventsPerCommit)) count += this.#queue[n++]!.events.length
+    return this.#queue.splice(0, n)
+  }
+
+  async #commit(batch: Pending[]): Promise<void> {
+    try {
+      const tenantIds = [...new Set(batch.flatMap((p) => p.events.map((e) => e.event.tenant_id)))]
+      const targets = await this.#ctx.storage.publishTargets(tenantIds)
+      // A call naming an unknown tenant or destination fails alone; the rest of the batch goes on.
+      const accepted: { pending: Pending; items: NewEventWithDeliveries[] }[] = []
+      for (const pending of batch) {
+        try {
+          accepted.push({ pending, items: pending.events.map((e) => this.#deliveriesOf(e, targets)) })
+        } catch (err) {
+          pending.reject(err)
+        }
+      }
+      const items = accepted.flatMap((a) => a.items)
+      const count = items.reduce((n, i) => n + i.deliveries.length, 0)
+      const now = this.#ctx.now()
+      const lease = this.#worker.fastPathLease(count, now)
+      if (lease) for (const item of items) for (const d of item.deliveries) Object.assign(d, lease)
+      let results
+      try {
+        results = await this.#ctx.storage.insertEvents(items)
+      } catch (err) {
+        for (const a of accepted) a.pending.reject(err)
+        return
+      }
+      const claimed: ClaimedDelivery[] = []
+      let offset = 0
+      for (const { pending, items: own } of accepted) {
+        const mine = results.slice(offset, offset + own.length)
+        offset += own.length
+        pending.resolve(mine.map((r, i) => ({ id: own[i]!.event.id, duplicate: r.duplicate, destination_ids: r.destination_ids })))
+        if (lease)
+          mine.forEach((r, i) => {
+            if (r.duplicate) return
+            const { event, deliveries } = own[i]!
+            for (const d of deliveries)
+              claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event })
+          })
+      }
+      if (claimed.length) this.#worker.enqueue(claimed)
+    } catch (err) {
+      for (const p of batch) p.reject(err)
+    }
+  }
+
+  #deliveriesOf({ event, destinationId }: EventToWrite, targets: Map<string, DestinationRecord[]>): NewEventWithDeliveries {
+    const all = targets.get(event.tenant_id)
+    if (!all) throw notFound('tenant', event.tenant_id)
+    if (destinationId !== undefined && !all.some((d) => d.id === destinationId)) throw notFound('destination', destinationId)
+    const enabled = all.filter((d) => !d.disabled_at)
+    const matched = matchDestinations(event, enabled, destinationId)
+    return { event, deliveries: matched.map((d) => ({ id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at })) }
+  }
+
+  /** Resolves when every queued publish has been committed or rejected. */
+  async drain(): Promise<void> {
+    while (this.#running) await this.#running
+  }
+}
