@@ -8,7 +8,7 @@ import type { AttemptResult, PublisherContext } from './types.js'
  * hook (sockets skip DNS for literals), so this is its only check.
  *
  * @example
- * privateHostError('169.254.169.254', { allowPrivateNetworks: false, ... }) // 'refusing to connect to … (169.254.169.254); …'
+ * privateHostError('169.254.169.254', context) // 'refusing to connect to a private network address (169.254.169.254); …'
  * privateHostError('sqs.us-east-1.amazonaws.com', context) // undefined: a name is checked after DNS
  */
 export function privateHostError(hostname: string, context: PublisherContext): string | undefined {
