@@ -1,0 +1,104 @@
+import { sleep, wallNow } from './clock.js'
+import { openLoop } from './load.js'
+import type { SinkHandle } from './sink-client.js'
+import { summarize, type LatencySummary } from './stats.js'
+
+/** Publishes events [from, from + count) into the system under test (it may return before they are delivered). */
+export type Produce = (from: number, count: number) => Promise<void>
+
+export interface DeliveryFigures {
+  perSec: number
+  seconds: number
+  /** How long producing (publishing/enqueuing) all events took, inside `seconds`. */
+  produceSeconds: number
+  duplicates: number
+  /** Events of the warm-up. */
+  warmed: number
+}
+
+/** How long to wait for n deliveries before calling the system stuck (25 ms each, at least 30 s). */
+export function deliveryTimeoutMs(n: number): number {
+  return Math.max(30_000, n * 25)
+}
+
+/**
+ * Deliveries per second end to end: from the first event produced until the sink has received
+ * `n` distinct ids. A warm-up runs first and is not counted: at least `warmup` events and at
+ * least `warmupMs` of traffic (JIT, connection pools, caches), so a fast system is measured warm
+ * too, not only a slow one.
+ *
+ * @example
+ * const f = await measureDelivery(sink, { warmup: 1000, warmupMs: 1500, n: 5000, produce: (from, count) => publishBatches(from, count) })
+ */
+export async function measureDelivery(sink: SinkHandle, options: { warmup: number; warmupMs: number; n: number; produce: Produce }): Promise<DeliveryFigures> {
+  const { warmup, warmupMs, n, produce } = options
+  const warmStart = wallNow()
+  let warmed = 0
+  while (warmed < warmup || (warmed > 0 && wallNow() - warmStart < warmupMs && warmed < 100 * warmup)) {
+    const count = Math.max(100, Math.min(warmup, Math.round(warmup / 4)))
+    await produce(warmed, count)
+    warmed += count
+    await sink.expect(warmed, deliveryTimeoutMs(count))
+  }
+  if (warmed > 0) await sleep(300) // let the warm-up's bookkeeping (attempt writes, completions) finish
+  await sink.reset()
+  const reached = sink.expect(n, deliveryTimeoutMs(n))
+  reached.catch(() => {})
+  const t0 = wallNow()
+  await produce(warmed, n)
+  const produced = wallNow()
+  const t1 = await reached
+  await sleep(200) // a late duplicate would arrive about now
+  const { duplicates } = await sink.stats()
+  const seconds = (t1 - t0) / 1000
+  return { perSec: n / seconds, seconds, produceSeconds: (produced - t0) / 1000, duplicates, warmed }
+}
+
+export interface LatencyFigures extends LatencySummary {
+  /** Events not received within the wait after the last publish. */
+  lost: number
+  duplicates: number
+  /** Rate at which the publish calls completed (the offered rate when the system keeps up). */
+  publishedPerSec: number
+  /** Rate at which the sink received them while the load ran. */
+  deliveredPerSec: number
+}
+
+/**
+ * Publish-to-receive latency: `fire(i, t)` must publish an event whose JSON data carries `t`
+ * (the wall-clock time it was due), at `rate` per second for `count` events; the sink records
+ * receive - t.
+ */
+export async function measureLatency(
+  sink: SinkHandle,
+  options: { rate: number; count: number; drainMs: number; fire: (i: number, intendedAt: number) => Promise<unknown> },
+): Promise<LatencyFigures> {
+  await sink.reset()
+  let first = Number.NaN
+  let last = Number.NaN
+  await openLoop(options.rate, options.count, async (i, t) => {
+    if (i === 0) first = t
+    await options.fire(i, t)
+    last = Math.max(Number.isNaN(last) ? 0 : last, wallNow())
+  })
+  // Below the offered rate while the load ran, the system fell behind and latency grew through the run.
+  const publishedPerSec = options.count / ((last - first) / 1000)
+  const deliveredPerSec = (await sink.stats()).received / ((wallNow() - first) / 1000)
+  await sink.expect(options.count, options.drainMs).catch(() => {})
+  const stats = await sink.stats({ latencies: true })
+  return { ...summarize(stats.latencies ?? []), lost: options.count - stats.received, duplicates: stats.duplicates, publishedPerSec, deliveredPerSec }
+}
+
+/**
+ * POST one event to the sink with the global fetch, as the pg-boss and BullMQ workers do.
+ * The body is the event data, as an Outflow webhook's is.
+ */
+export async function postWithFetch(url: string, id: string, data: unknown): Promise<void> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'webhook-id': id },
+    body: JSON.stringify(data),
+  })
+  await res.arrayBuffer()
+  if (!res.ok) throw new Error(`sink answered ${res.status}`)
+}

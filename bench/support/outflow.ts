@@ -1,0 +1,63 @@
+import path from 'node:path'
+import { createOutflow, type Outflow } from '../../src/engine.js'
+import type { OutflowOptions } from '../../src/options.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { sqlite } from '../../src/storage/sqlite.js'
+import { withTimeout } from './clock.js'
+import type { ScenarioContext } from './scenario.js'
+
+/** Admin bearer key of the benchmark engines (the HTTP rows send it). */
+export const apiKey = 'outflow-bench-admin-key'
+export const tenantId = 't1'
+export const topic = 'bench'
+
+/** The SQLite file of a scenario (one per scenario directory, so a second process can open it). */
+export function sqlitePath(ctx: ScenarioContext): string {
+  return path.join(ctx.tmpDir, 'outflow.db')
+}
+
+/** The storage of the scenario's database, with the engine's defaults (SQLite: WAL, synchronous=FULL). */
+export function storageOf(ctx: ScenarioContext): OutflowOptions['storage'] {
+  // BENCH_PG_POOL overrides the engine's default pool size, to try what the pool does to the figures.
+  if (ctx.db === 'postgres') return postgres({ url: ctx.pgUrl!, ...(process.env.BENCH_PG_POOL ? { max: Number(process.env.BENCH_PG_POOL) } : {}) })
+  if (ctx.db === 'sqlite') return sqlite({ path: sqlitePath(ctx) })
+  throw new Error(`scenario ${ctx.name} has no database`)
+}
+
+/**
+ * An engine on the scenario's database with the shared concurrency, as global and as
+ * per-destination limit (there is one destination, and every anchor gets the full concurrency).
+ *
+ * @example
+ * const outflow = await openOutflow(ctx); const destination = await addWebhook(outflow, sink.url)
+ */
+export function openOutflow(ctx: ScenarioContext, delivery: NonNullable<OutflowOptions['delivery']> = {}): Promise<Outflow> {
+  const c = ctx.sizes.concurrency
+  return createOutflow({
+    storage: storageOf(ctx),
+    apiKey,
+    jwtSecret: 'outflow-bench-jwt-secret',
+    allowPrivateNetworks: true,
+    delivery: { concurrency: c, perDestinationConcurrency: c, ...delivery },
+  })
+}
+
+/** Tenant `t1` with one webhook destination for every topic. */
+export async function addWebhook(outflow: Outflow, url: string): Promise<{ destinationId: string }> {
+  await outflow.upsertTenant(tenantId, {})
+  const destination = await outflow.createDestination(tenantId, { type: 'webhook', topics: ['*'], config: { url } })
+  return { destinationId: destination.id }
+}
+
+/** Publish events [from, from + count) with publishMany in batches; data carries `n` (and what `extra` adds). */
+export async function publishBatches(outflow: Outflow, from: number, count: number, batch: number): Promise<void> {
+  for (let at = from; at < from + count; at += batch) {
+    const size = Math.min(batch, from + count - at)
+    await outflow.publishMany(Array.from({ length: size }, (_, k) => ({ tenant_id: tenantId, topic, data: { n: at + k } })))
+  }
+}
+
+/** close(), bounded: a stuck drain must not hang the scenario. */
+export async function closeOutflow(outflow: Outflow | undefined): Promise<void> {
+  if (outflow) await withTimeout(outflow.close(), 30_000, 'outflow.close()')
+}

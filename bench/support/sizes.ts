@@ -1,0 +1,75 @@
+/** How big each measurement is; `--quick` shrinks everything so the whole table runs in under 2 minutes. */
+export interface Sizes {
+  /** Events delivered in the throughput rows (after `warmup` more, not counted). */
+  deliveries: number
+  warmup: number
+  /** The warm-up also lasts at least this long. */
+  warmupMs: number
+  /** Delivery concurrency of Outflow and of every anchor. */
+  concurrency: number
+  /** Single `publish()` calls, with `concurrency` callers. */
+  publishSingle: number
+  /** Events sent with `publishMany` (and with the bare INSERT) in batches of `batch`. */
+  publishMany: number
+  batch: number
+  /** Open-loop publish rate and event count of the latency rows. */
+  latencyRate: number
+  latencyEvents: number
+  /** How long the latency rows wait for the last events after the last publish (the rest count as lost). */
+  latencyDrainMs: number
+  /** Stored events behind the listing rows, and requests timed per page. */
+  storedEvents: number
+  listRequests: number
+  /** Pending deliveries of the RSS row, and how long the engine is sampled with them. */
+  backlog: number
+  backlogSampleMs: number
+  /** How long an engine with an empty queue is sampled, as the RSS baseline. */
+  idleSampleMs: number
+  /** Response delay of the slow sink in the RSS row. */
+  slowSinkDelayMs: number
+  /** Hard limit of one scenario process. */
+  scenarioTimeoutMs: number
+}
+
+/**
+ * The sizes of a full or a `--quick` run.
+ *
+ * @example
+ * sizesFor(true).deliveries // 2000
+ */
+export function sizesFor(quick: boolean): Sizes {
+  const common = { concurrency: 50, batch: 100, latencyRate: 500, slowSinkDelayMs: 500 }
+  if (quick)
+    return {
+      ...common,
+      deliveries: 2_000,
+      warmup: 1_000,
+      warmupMs: 1_500,
+      publishSingle: 1_000,
+      publishMany: 5_000,
+      latencyEvents: 1_500,
+      latencyDrainMs: 10_000,
+      storedEvents: 50_000,
+      listRequests: 200,
+      backlog: 20_000,
+      backlogSampleMs: 3_000,
+      idleSampleMs: 1_500,
+      scenarioTimeoutMs: 90_000,
+    }
+  return {
+    ...common,
+    deliveries: 20_000,
+    warmup: 1_000,
+    warmupMs: 3_000,
+    publishSingle: 20_000,
+    publishMany: 100_000,
+    latencyEvents: 10_000,
+    latencyDrainMs: 30_000,
+    storedEvents: 1_000_000,
+    listRequests: 1_000,
+    backlog: 200_000,
+    backlogSampleMs: 15_000,
+    idleSampleMs: 5_000,
+    scenarioTimeoutMs: 900_000,
+  }
+}

@@ -1,0 +1,173 @@
+import type { Db, Figures } from './scenario.js'
+import type { Sizes } from './sizes.js'
+
+/** What one scenario process produced. */
+export type Outcome = { ok: true; figures: Figures } | { ok: false; reason: string }
+
+/** Outcomes by `group` or `group:db`. */
+export type Outcomes = Map<string, Outcome>
+
+const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+
+function value(outcomes: Outcomes, key: string, field: string): number | undefined {
+  const o = outcomes.get(key)
+  if (!o?.ok) return undefined
+  const v = o.figures.values[field]
+  return v === undefined || Number.isNaN(v) ? undefined : v
+}
+
+/** A cell for a scenario that did not produce the field: why not. */
+function missing(outcomes: Outcomes, key: string): string {
+  const o = outcomes.get(key)
+  if (!o) return 'not run'
+  return o.ok ? 'n/a' : o.reason.startsWith('skipped') ? o.reason : 'error †'
+}
+
+const perSec = (v: number) => `${int.format(v)}/s`
+const ms = (v: number) => (v >= 100 ? int.format(v) : v.toFixed(1))
+const mib = (v: number) => `${int.format(v / 1024 / 1024)} MiB`
+
+interface Row {
+  metric: string
+  sqlite: string
+  postgres: string
+  anchor: string
+  ratio: string
+  target: string
+  met: string
+}
+
+function cellOf(outcomes: Outcomes, key: string, field: string, show: (v: number) => string): string {
+  const v = value(outcomes, key, field)
+  return v === undefined ? missing(outcomes, key) : show(v)
+}
+
+function pairOf(outcomes: Outcomes, key: string, p50: string, p99: string): string {
+  const a = value(outcomes, key, p50)
+  const b = value(outcomes, key, p99)
+  return a === undefined || b === undefined ? missing(outcomes, key) : `${ms(a)} / ${ms(b)} ms`
+}
+
+const dbs: Db[] = ['sqlite', 'postgres']
+
+/** `a / b` of the two databases' values, or `—` where one is missing. */
+function perDb(f: (db: Db) => string | undefined): string {
+  const parts = dbs.map((db) => f(db) ?? '—')
+  return parts.every((p) => p === '—') ? '—' : parts.join(' / ')
+}
+
+const mark = (ok: boolean) => (ok ? '✓' : '✗')
+
+/**
+ * The markdown table of a run: metric | Outflow SQLite | Outflow Postgres | anchor | ratio | target | met?
+ * Ratios and "met?" are given per database as `SQLite / Postgres`.
+ */
+export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
+  const rows: Row[] = []
+  const outflowRate = (db: Db) => value(outcomes, `delivery:${db}`, 'deliveriesPerSec')
+  const deliveryCells = {
+    sqlite: cellOf(outcomes, 'delivery:sqlite', 'deliveriesPerSec', perSec),
+    postgres: cellOf(outcomes, 'delivery:postgres', 'deliveriesPerSec', perSec),
+  }
+  const c = sizes.concurrency
+
+  const ceiling = value(outcomes, 'ceiling', 'deliveriesPerSec')
+  const ceilingTarget: Record<Db, number> = { sqlite: 0.7, postgres: 0.5 }
+  rows.push({
+    metric: `deliveries/s, ${int.format(sizes.deliveries)} events → 1 webhook, c=${c}, end to end`,
+    ...deliveryCells,
+    anchor: `undici ceiling (no storage): ${ceiling === undefined ? missing(outcomes, 'ceiling') : perSec(ceiling)}`,
+    ratio: perDb((db) => (ceiling && outflowRate(db) ? `${Math.round((outflowRate(db)! / ceiling) * 100)} %` : undefined)),
+    target: '≥ 70 % / ≥ 50 %',
+    met: perDb((db) => (ceiling && outflowRate(db) ? mark(outflowRate(db)! >= ceilingTarget[db] * ceiling) : undefined)),
+  })
+  for (const [key, label, target] of [
+    ['pgboss', 'pg-boss 10 (Postgres)', 3],
+    ['bullmq', 'BullMQ (Redis)', 1.5],
+  ] as const) {
+    const anchor = value(outcomes, key, 'deliveriesPerSec')
+    rows.push({
+      metric: `deliveries/s vs ${label.split(' ')[0]}, same sink and c`,
+      ...deliveryCells,
+      anchor: `${label}: ${anchor === undefined ? missing(outcomes, key) : perSec(anchor)}`,
+      ratio: perDb((db) => (anchor && outflowRate(db) ? `${(outflowRate(db)! / anchor).toFixed(2)}×` : undefined)),
+      target: `≥ ${target}×`,
+      met: perDb((db) => (anchor && outflowRate(db) ? mark(outflowRate(db)! >= target * anchor) : undefined)),
+    })
+  }
+
+  const bare = (db: Db) => value(outcomes, `bare-insert:${db}`, 'eventsPerSec')
+  const bareAnchor = `bare batched INSERT ×${sizes.batch}: ${perDb((db) => (bare(db) === undefined ? missing(outcomes, `bare-insert:${db}`) : perSec(bare(db)!)))}`
+  for (const [field, metric] of [
+    ['singlePerSec', `publish() single calls, ${int.format(sizes.publishSingle)} events, ${c} callers (events/s committed)`],
+    ['manyPerSec', `publishMany() ×${sizes.batch}, ${int.format(sizes.publishMany)} events (events/s committed)`],
+  ] as const) {
+    rows.push({
+      metric,
+      sqlite: cellOf(outcomes, 'publish:sqlite', field, perSec),
+      postgres: cellOf(outcomes, 'publish:postgres', field, perSec),
+      anchor: bareAnchor,
+      ratio: perDb((db) => {
+        const v = value(outcomes, `publish:${db}`, field)
+        return v && bare(db) ? `${Math.round((v / bare(db)!) * 100)} %` : undefined
+      }),
+      target: '—',
+      met: '—',
+    })
+  }
+
+  const ceilingLatency = pairOf(outcomes, 'ceiling', 'latencyP50', 'latencyP99')
+  rows.push({
+    metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events)`,
+    sqlite: pairOf(outcomes, 'latency:sqlite', 'p50', 'p99'),
+    postgres: pairOf(outcomes, 'latency:postgres', 'p50', 'p99'),
+    anchor: `bare undici POST: ${ceilingLatency}`,
+    ratio: '—',
+    target: 'p99 < 20 ms',
+    met: perDb((db) => {
+      const p99 = value(outcomes, `latency:${db}`, 'p99')
+      const lost = value(outcomes, `latency:${db}`, 'lost') ?? 0
+      return p99 === undefined ? undefined : mark(p99 < 20 && lost === 0)
+    }),
+  })
+
+  for (const [prefix, label] of [
+    ['first', 'first page'],
+    ['deep', 'deep page by cursor'],
+  ] as const) {
+    const depth = value(outcomes, 'list:sqlite', `${prefix}Depth`) ?? value(outcomes, 'list:postgres', `${prefix}Depth`)
+    rows.push({
+      metric: `GET /tenants/t/events?limit=100 p50 / p99 via Hono, ${int.format(sizes.storedEvents)} stored events, ${label}${prefix === 'deep' && depth ? ` (row ${int.format(depth)})` : ''}`,
+      sqlite: pairOf(outcomes, 'list:sqlite', `${prefix}P50`, `${prefix}P99`),
+      postgres: pairOf(outcomes, 'list:postgres', `${prefix}P50`, `${prefix}P99`),
+      anchor: '—',
+      ratio: '—',
+      target: 'p99 < 10 ms',
+      met: perDb((db) => {
+        const p99 = value(outcomes, `list:${db}`, `${prefix}P99`)
+        return p99 === undefined ? undefined : mark(p99 < 10)
+      }),
+    })
+  }
+
+  rows.push({
+    metric: `peak RSS of the engine process, ${int.format(sizes.backlog)} pending deliveries, slow sink`,
+    sqlite: cellOf(outcomes, 'backlog:sqlite', 'peakRss', mib),
+    postgres: cellOf(outcomes, 'backlog:postgres', 'peakRss', mib),
+    anchor: `same engine, empty queue: ${perDb((db) => {
+      const v = value(outcomes, `backlog:${db}`, 'idleRss')
+      return v === undefined ? undefined : mib(v)
+    })}`,
+    ratio: '—',
+    target: '< 300 MiB',
+    met: perDb((db) => {
+      const v = value(outcomes, `backlog:${db}`, 'peakRss')
+      return v === undefined ? undefined : mark(v < 300 * 1024 * 1024)
+    }),
+  })
+
+  const header = ['metric', 'Outflow SQLite', 'Outflow Postgres', 'anchor', 'ratio', 'target', 'met?']
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map((h, i) => (i === 0 || i === 3 ? '---' : ':---:')).join('|')}|`]
+  for (const r of rows) lines.push(`| ${[r.metric, r.sqlite, r.postgres, r.anchor, r.ratio, r.target, r.met].join(' | ')} |`)
+  return lines.join('\n')
+}
