@@ -4,6 +4,18 @@ const alphabet = '0123456789abcdefghjkmnpqrstvwxyz' // Crockford base32, lower c
 
 let lastMs = 0
 let counter = 0
+// Random bytes are drawn 4 KiB at a time: one randomBytes call per id cost more than the rest of the id.
+let pool = Buffer.alloc(0)
+let offset = 0
+
+function random12(): Buffer {
+  if (offset + 12 > pool.length) {
+    pool = randomBytes(4096)
+    offset = 0
+  }
+  offset += 12
+  return pool.subarray(offset - 12, offset)
+}
 
 /**
  * A time-ordered, prefixed id: `des_` + 10 chars of time + 2 chars of counter + 12 random chars.
@@ -22,7 +34,7 @@ export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk'): string {
   let time = ''
   for (let i = 9, t = now; i >= 0; i--, t = Math.floor(t / 32)) time = alphabet[t % 32] + time
   const seq = alphabet[(counter >> 5) & 31]! + alphabet[counter & 31]!
-  const bytes = randomBytes(12)
+  const bytes = random12()
   let rand = ''
   for (const b of bytes) rand += alphabet[b & 31]
   return `${prefix}_${time}${seq}${rand}`

@@ -2,6 +2,7 @@ import { sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type * as schema from './schema/postgres.js'
+import type { SqliteHotPath } from './sqlite-hot-path.js'
 
 /**
  * Both drivers run the same drizzle queries. The builder API is identical across dialects, so the
@@ -18,6 +19,8 @@ export interface SqlContext {
   run<T>(fn: (db: Db) => Promise<T>): Promise<T>
   /** Tell other processes that deliveries became due (Postgres NOTIFY; a no-op elsewhere). */
   notifyWork?(db: Db): Promise<void>
+  /** Prepared statements for the per-delivery writes (SQLite); the query builder is used without it. */
+  hotPath?: SqliteHotPath
   /** Run `fn` in one transaction. */
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T>
 }

@@ -18,6 +18,8 @@ import type {
 export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
   const { events, deliveries } = ctx.tables
   if (items.length === 0) return []
+  const { hotPath } = ctx
+  if (hotPath) return ctx.transaction(async () => hotPath.insertEvents(items))
   return ctx.transaction(async (db) => {
     const inserted = await db
       .insert(events)
@@ -109,25 +111,11 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
   const { attempts, deliveries, destinations } = ctx.tables
   if (writes.length === 0) return []
   return ctx.transaction(async (db) => {
-    for (let i = 0; i < writes.length; i += 1000) await db.insert(attempts).values(writes.slice(i, i + 1000).map((w) => w.attempt))
-    if (ctx.dialect === 'postgres') await updateDeliveriesBatch(ctx, db, writes)
-    else
-      // SQLite runs in-process: one prepared UPDATE per row costs no round trip.
-      for (const { attempt, delivery } of writes) {
-        await db
-          .update(deliveries)
-          .set({
-            status: delivery.status,
-            attempt_count: sql`${deliveries.attempt_count} + 1`,
-            manual: false,
-            next_attempt_at: delivery.next_attempt_at,
-            lease_owner: null,
-            lease_until: null,
-            last_attempt_at: attempt.delivered_at,
-            successful_at: sql`coalesce(${deliveries.successful_at}, ${sql.param(delivery.successful_at, deliveries.successful_at)})`,
-          })
-          .where(eq(deliveries.id, delivery.id))
-      }
+    if (ctx.hotPath) ctx.hotPath.writeAttempts(writes)
+    else {
+      for (let i = 0; i < writes.length; i += 1000) await db.insert(attempts).values(writes.slice(i, i + 1000).map((w) => w.attempt))
+      await updateDeliveriesBatch(ctx, db, writes)
+    }
     // Failure streaks per destination: failures after the batch's last success, added to the stored streak if none.
     const streaks = new Map<string, { tenant_id: string; destination_id: string; failures: number; reset: boolean }>()
     for (const { attempt } of writes) {

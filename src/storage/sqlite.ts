@@ -6,6 +6,7 @@ import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/sqlite.js'
 import type { Db, SqlContext, Tables } from './sql-context.js'
 import { createSqlStorage } from './sql-storage.js'
+import { sqliteHotPath, type SqliteHotPath } from './sqlite-hot-path.js'
 import type { Storage } from './storage.js'
 
 export interface SqliteOptions {
@@ -54,9 +55,14 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db): SqlContext {
     tail = result.catch(() => undefined)
     return result
   }
+  let hotPath: SqliteHotPath | undefined
   return {
     dialect: 'sqlite',
     tables: schema as unknown as Tables,
+    // Prepared on first use: statements need their tables, which exist only after migrating.
+    get hotPath() {
+      return (hotPath ??= sqliteHotPath(client))
+    },
     run: (fn) => exclusive(() => fn(db)),
     transaction: (fn) =>
       exclusive(async () => {
