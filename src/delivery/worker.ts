@@ -17,6 +17,8 @@ const userAgent = 'outflow/0.1.0'
 const destinationCacheMs = 1_000
 /** Attempt results are written in batches of at most this many. */
 const writeBatch = 500
+/** How long results gather before a write: bigger batches, fewer commits; delivery itself is not delayed. */
+const writeGatherMs = 10
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
 
@@ -228,8 +230,12 @@ export class DeliveryWorker {
 
   #record(write: AttemptWrite): void {
     this.#writes.push(write)
+    if (this.#writes.length >= writeBatch) this.#gathered?.()
     this.#startWriting()
   }
+
+  /** Ends the current gathering window early (a full batch is waiting, or close()). */
+  #gathered?: () => void
 
   /**
    * One writer at a time: while a batch is being written, new results pile up and go in the next
@@ -238,7 +244,11 @@ export class DeliveryWorker {
   #startWriting(): void {
     if (this.#writing) return
     this.#writing = (async () => {
-      await new Promise<void>((resolve) => setImmediate(resolve))
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#stopping ? 0 : writeGatherMs)
+        this.#gathered = () => (clearTimeout(timer), resolve())
+      })
+      this.#gathered = undefined
       while (this.#writes.length > 0) await this.#writeBatch(this.#writes.splice(0, writeBatch))
     })().finally(() => {
       this.#writing = undefined
@@ -250,6 +260,7 @@ export class DeliveryWorker {
   async #flush(): Promise<void> {
     while (this.#writing || this.#writes.length > 0) {
       this.#startWriting()
+      this.#gathered?.()
       await this.#writing
     }
   }

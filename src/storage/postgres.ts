@@ -6,6 +6,7 @@ import { loadPeer } from '../destinations/load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
+import { postgresHotPath } from './postgres-hot-path.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage } from './storage.js'
 
@@ -35,7 +36,9 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     const ctx: SqlContext = {
       dialect: 'postgres',
       tables: schema,
+      hotPath: postgresHotPath(schema),
       run: (fn) => fn(db),
+      // Postgres commits are always durable (synchronous_commit stays on).
       transaction: (fn) => db.transaction((tx) => fn(tx as unknown as Db)),
       notifyWork: async (tx) => {
         await tx.execute(sql`select pg_notify(${workChannel}, '')`)

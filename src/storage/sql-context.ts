@@ -2,7 +2,7 @@ import { sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type * as schema from './schema/postgres.js'
-import type { SqliteHotPath } from './sqlite-hot-path.js'
+import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries } from './storage.js'
 
 /**
  * Both drivers run the same drizzle queries. The builder API is identical across dialects, so the
@@ -19,10 +19,21 @@ export interface SqlContext {
   run<T>(fn: (db: Db) => Promise<T>): Promise<T>
   /** Tell other processes that deliveries became due (Postgres NOTIFY; a no-op elsewhere). */
   notifyWork?(db: Db): Promise<void>
-  /** Prepared statements for the per-delivery writes (SQLite); the query builder is used without it. */
-  hotPath?: SqliteHotPath
-  /** Run `fn` in one transaction. */
-  transaction<T>(fn: (db: Db) => Promise<T>): Promise<T>
+  /** The per-delivery writes, done the fastest way each driver has (see sqlite-hot-path.ts, postgres-hot-path.ts). */
+  hotPath: HotPath
+  /**
+   * Run `fn` in one transaction. `durable: false` marks writes whose loss on power failure only means
+   * a delivery is attempted again (attempt results, leases): SQLite then commits without an fsync.
+   */
+  transaction<T>(fn: (db: Db) => Promise<T>, options?: { durable?: boolean }): Promise<T>
+}
+
+/** The writes every delivery makes; run inside the caller's transaction (`db`). */
+export interface HotPath {
+  /** Insert events and their deliveries; an existing (tenant_id, id) is a duplicate naming its destinations. */
+  insertEvents(db: Db, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> | InsertEventResult[]
+  /** Insert the attempt rows and move each delivery to its next state. */
+  writeAttempts(db: Db, writes: AttemptWrite[]): Promise<void> | void
 }
 
 /**

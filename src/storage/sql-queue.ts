@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, or, sql, type SQL } from 'drizzle-orm'
-import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
+import { keysetPlan, type SqlContext } from './sql-context.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -16,57 +16,11 @@ import type {
 // Events, the delivery queue and the attempt log.
 
 export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
-  const { events, deliveries } = ctx.tables
   if (items.length === 0) return []
-  const { hotPath } = ctx
-  if (hotPath) return ctx.transaction(async () => hotPath.insertEvents(items))
   return ctx.transaction(async (db) => {
-    const inserted = await db
-      .insert(events)
-      .values(items.map((i) => i.event))
-      .onConflictDoNothing()
-      .returning({ tenant_id: events.tenant_id, id: events.id })
-    const fresh = new Set(inserted.map((r) => `${r.tenant_id}\u0000${r.id}`))
-    const rows = []
-    const results: InsertEventResult[] = []
-    const duplicates: number[] = []
-    for (const [index, { event, deliveries: ds }] of items.entries()) {
-      const key = `${event.tenant_id}\u0000${event.id}`
-      if (!fresh.has(key)) {
-        duplicates.push(index)
-        results.push({ duplicate: true, destination_ids: [] })
-        continue
-      }
-      fresh.delete(key) // the same id twice in one batch: the second is a duplicate
-      results.push({ duplicate: false, destination_ids: ds.map((d) => d.destination_id) })
-      for (const d of ds)
-        rows.push({
-          id: d.id,
-          tenant_id: event.tenant_id,
-          event_id: event.id,
-          destination_id: d.destination_id,
-          topic: event.topic,
-          event_time: event.time,
-          status: 'pending',
-          attempt_count: 0,
-          manual: false,
-          next_attempt_at: d.next_attempt_at,
-          lease_owner: d.lease_owner ?? null,
-          lease_until: d.lease_until ?? null,
-        })
-    }
-    // Postgres caps a statement at 65,535 parameters: insert in chunks.
-    for (let i = 0; i < rows.length; i += 2000) await db.insert(deliveries).values(rows.slice(i, i + 2000))
+    const results = await ctx.hotPath.insertEvents(db, items)
     // Rows the local worker did not take are for any instance: wake them (delivered at commit).
-    if (rows.some((r) => r.lease_owner === null)) await ctx.notifyWork?.(db)
-    for (const index of duplicates) {
-      const { tenant_id, id } = items[index]!.event
-      const existing = await db
-        .select({ destination_id: deliveries.destination_id })
-        .from(deliveries)
-        .where(and(eq(deliveries.tenant_id, tenant_id), eq(deliveries.event_id, id)))
-      results[index] = { duplicate: true, destination_ids: existing.map((r) => r.destination_id) }
-    }
+    if (items.some((i) => i.deliveries.some((d) => !d.lease_owner))) await ctx.notifyWork?.(db)
     return results
   })
 }
@@ -86,7 +40,7 @@ export async function claimDueDeliveries(ctx: SqlContext, q: ClaimRequest): Prom
     if (ids.length === 0) return []
     await db.update(deliveries).set({ lease_owner: q.owner, lease_until: q.leaseUntil }).where(inArray(deliveries.id, ids))
     return loadClaimed(ctx, db, ids)
-  })
+  }, { durable: false })
 }
 
 async function loadClaimed(ctx: SqlContext, db: Parameters<Parameters<SqlContext['run']>[0]>[0], ids: string[]): Promise<ClaimedDelivery[]> {
@@ -111,11 +65,7 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
   const { attempts, deliveries, destinations } = ctx.tables
   if (writes.length === 0) return []
   return ctx.transaction(async (db) => {
-    if (ctx.hotPath) ctx.hotPath.writeAttempts(writes)
-    else {
-      for (let i = 0; i < writes.length; i += 1000) await db.insert(attempts).values(writes.slice(i, i + 1000).map((w) => w.attempt))
-      await updateDeliveriesBatch(ctx, db, writes)
-    }
+    await ctx.hotPath.writeAttempts(db, writes)
     // Failure streaks per destination: failures after the batch's last success, added to the stored streak if none.
     const streaks = new Map<string, { tenant_id: string; destination_id: string; failures: number; reset: boolean }>()
     for (const { attempt } of writes) {
@@ -141,30 +91,7 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
       if (row) result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: row.n })
     }
     return result
-  })
-}
-
-/** Postgres: every delivery of the batch in one `UPDATE … FROM (VALUES …)`, one round trip. */
-async function updateDeliveriesBatch(ctx: SqlContext, db: Db, writes: AttemptWrite[]): Promise<void> {
-  const d = ctx.tables.deliveries
-  for (let i = 0; i < writes.length; i += 1000) {
-    const values = writes.slice(i, i + 1000).map(
-      ({ attempt, delivery }) =>
-        sql`(${delivery.id}, ${delivery.status}, ${delivery.next_attempt_at?.toISOString() ?? null}::timestamptz, ${attempt.delivered_at.toISOString()}::timestamptz, ${delivery.successful_at?.toISOString() ?? null}::timestamptz)`,
-    )
-    await db.execute(sql`
-      update ${d} set
-        status = v.status,
-        attempt_count = ${d.attempt_count} + 1,
-        manual = false,
-        next_attempt_at = v.next_at,
-        lease_owner = null,
-        lease_until = null,
-        last_attempt_at = v.delivered_at,
-        successful_at = coalesce(${d.successful_at}, v.successful_at)
-      from (values ${sql.join(values, sql`, `)}) as v(id, status, next_at, delivered_at, successful_at)
-      where ${d.id} = v.id`)
-  }
+  }, { durable: false })
 }
 
 export async function extendLeases(ctx: SqlContext, owner: string, ids: string[], leaseUntil: Date): Promise<number> {

@@ -1,20 +1,15 @@
 import type BetterSqlite3 from 'better-sqlite3'
-import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries } from './storage.js'
+import type { HotPath } from './sql-context.js'
 
 /**
  * The writes every delivery makes, as statements prepared once. Building these through the query
  * builder for each row cost more CPU than the HTTP request of the delivery (see bench/); the SQL
  * is the same the builder emits for schema/sqlite.ts: times in ms, JSON as text, booleans as 0/1.
- * Runs inside the caller's transaction.
+ * Runs inside the caller's transaction (better-sqlite3 has one connection).
  */
-export interface SqliteHotPath {
-  insertEvents(items: NewEventWithDeliveries[]): InsertEventResult[]
-  writeAttempts(writes: AttemptWrite[]): void
-}
-
 const ms = (d: Date | null | undefined) => (d ? d.getTime() : null)
 
-export function sqliteHotPath(client: BetterSqlite3.Database): SqliteHotPath {
+export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const insertEvent = client.prepare(
     `insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
      values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
@@ -36,7 +31,7 @@ export function sqliteHotPath(client: BetterSqlite3.Database): SqliteHotPath {
   )
 
   return {
-    insertEvents(items) {
+    insertEvents(_db, items) {
       return items.map(({ event: e, deliveries }) => {
         const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), JSON.stringify(e.data), JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
         if (inserted.changes === 0) return { duplicate: true, destination_ids: existingDestinations.all(e.tenant_id, e.id) as string[] }
@@ -45,7 +40,7 @@ export function sqliteHotPath(client: BetterSqlite3.Database): SqliteHotPath {
         return { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id) }
       })
     },
-    writeAttempts(writes) {
+    writeAttempts(_db, writes) {
       for (const { attempt: a, delivery: d } of writes) {
         insertAttempt.run(
           a.id,

@@ -4,9 +4,9 @@ import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
 import { loadPeer } from '../destinations/load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/sqlite.js'
-import type { Db, SqlContext, Tables } from './sql-context.js'
+import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
 import { createSqlStorage } from './sql-storage.js'
-import { sqliteHotPath, type SqliteHotPath } from './sqlite-hot-path.js'
+import { sqliteHotPath } from './sqlite-hot-path.js'
 import type { Storage } from './storage.js'
 
 export interface SqliteOptions {
@@ -29,10 +29,13 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
     const { default: Database } = await loadPeer<{ default: typeof BetterSqlite3 }>('better-sqlite3')
     const client = new Database(options.path)
     if (options.path !== ':memory:') client.pragma('journal_mode = WAL')
+    // Checkpoint every ~40 MiB of WAL rather than 4: the queue rewrites the same pages, so fewer, larger
+    // checkpoints copy (and fsync) far less.
+    client.pragma('wal_autocheckpoint = 10000')
     client.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`)
     client.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
     const db = drizzle({ client, schema })
-    return createSqlStorage(sqliteContext(client, db as unknown as Db), {
+    return createSqlStorage(sqliteContext(client, db as unknown as Db, options.synchronous ?? 'FULL'), {
       async migrate() {
         migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
       },
@@ -48,14 +51,14 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
  * are safe only if nothing else touches the connection meanwhile: every call goes through one mutex
  * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT.
  */
-function sqliteContext(client: BetterSqlite3.Database, db: Db): SqlContext {
+function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FULL' | 'NORMAL'): SqlContext {
   let tail: Promise<unknown> = Promise.resolve()
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
     const result = tail.then(fn)
     tail = result.catch(() => undefined)
     return result
   }
-  let hotPath: SqliteHotPath | undefined
+  let hotPath: HotPath | undefined
   return {
     dialect: 'sqlite',
     tables: schema as unknown as Tables,
@@ -64,8 +67,12 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db): SqlContext {
       return (hotPath ??= sqliteHotPath(client))
     },
     run: (fn) => exclusive(() => fn(db)),
-    transaction: (fn) =>
+    transaction: (fn, { durable = true } = {}) =>
       exclusive(async () => {
+        // In WAL mode NORMAL skips the fsync at commit but never risks consistency; a later FULL
+        // commit (the next publish) makes these writes durable too.
+        const relax = !durable && synchronous === 'FULL'
+        if (relax) client.pragma('synchronous = NORMAL')
         client.exec('BEGIN IMMEDIATE')
         try {
           const result = await fn(db)
@@ -74,6 +81,8 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db): SqlContext {
         } catch (err) {
           if (client.inTransaction) client.exec('ROLLBACK')
           throw err
+        } finally {
+          if (relax) client.pragma('synchronous = FULL')
         }
       }),
   }

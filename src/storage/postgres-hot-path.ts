@@ -1,0 +1,112 @@
+import { sql, type SQL } from 'drizzle-orm'
+import type { Db, HotPath, Tables } from './sql-context.js'
+import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries } from './storage.js'
+
+/**
+ * Postgres: the per-delivery writes as one statement per table, each column sent as one text-array
+ * parameter and expanded with `unnest`. Building multi-row inserts with a parameter per value cost
+ * most of the publish path's CPU (see bench/); this costs a handful of parameters at any batch size.
+ */
+export function postgresHotPath(tables: Tables): HotPath {
+  return {
+    insertEvents: (db, items) => insertEvents(db, tables, items),
+    writeAttempts: (db, writes) => writeAttempts(db, tables, writes),
+  }
+}
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
+const col = (values: (string | null)[], type: string) => sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`
+const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
+
+async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
+  const events = items.map((i) => i.event)
+  const inserted = (await db.execute(sql`
+    insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
+    select * from ${unnest(
+      col(events.map((e) => e.tenant_id), 'text'),
+      col(events.map((e) => e.id), 'text'),
+      col(events.map((e) => e.topic), 'text'),
+      col(events.map((e) => iso(e.time)), 'timestamptz'),
+      col(events.map((e) => JSON.stringify(e.data)), 'jsonb'),
+      col(events.map((e) => JSON.stringify(e.metadata)), 'jsonb'),
+      col(events.map((e) => (e.eligible_for_retry ? 't' : 'f')), 'bool'),
+      col(events.map((e) => iso(e.created_at)), 'timestamptz'),
+    )}
+    on conflict do nothing
+    returning tenant_id, id`)) as unknown as { tenant_id: string; id: string }[]
+  const fresh = new Set(inserted.map((r) => `${r.tenant_id}\u0000${r.id}`))
+  const rows: { e: (typeof events)[number]; d: NewEventWithDeliveries['deliveries'][number] }[] = []
+  const results: InsertEventResult[] = items.map(({ event: e, deliveries }) => {
+    const key = `${e.tenant_id}\u0000${e.id}`
+    // The same id twice in one batch: only its first occurrence was inserted.
+    if (!fresh.delete(key)) return { duplicate: true, destination_ids: [] }
+    for (const d of deliveries) rows.push({ e, d })
+    return { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id) }
+  })
+  if (rows.length > 0)
+    await db.execute(sql`
+      insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, attempt_count, manual)
+      select *, 'pending', 0, false from ${unnest(
+        col(rows.map((r) => r.d.id), 'text'),
+        col(rows.map((r) => r.e.tenant_id), 'text'),
+        col(rows.map((r) => r.e.id), 'text'),
+        col(rows.map((r) => r.d.destination_id), 'text'),
+        col(rows.map((r) => r.e.topic), 'text'),
+        col(rows.map((r) => iso(r.e.time)), 'timestamptz'),
+        col(rows.map((r) => iso(r.d.next_attempt_at)), 'timestamptz'),
+        col(rows.map((r) => r.d.lease_owner ?? null), 'text'),
+        col(rows.map((r) => iso(r.d.lease_until)), 'timestamptz'),
+      )}`)
+  for (const [index, r] of results.entries()) {
+    if (!r.duplicate) continue
+    const { tenant_id, id } = items[index]!.event
+    const existing = (await db.execute(
+      sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id}`,
+    )) as unknown as { destination_id: string }[]
+    r.destination_ids = existing.map((row) => row.destination_id)
+  }
+  return results
+}
+
+async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise<void> {
+  const a = writes.map((w) => w.attempt)
+  await db.execute(sql`
+    insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
+      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
+    select * from ${unnest(
+      col(a.map((x) => x.id), 'text'),
+      col(a.map((x) => x.tenant_id), 'text'),
+      col(a.map((x) => x.event_id), 'text'),
+      col(a.map((x) => x.destination_id), 'text'),
+      col(a.map((x) => x.delivery_id), 'text'),
+      col(a.map((x) => String(x.attempt_number)), 'int'),
+      col(a.map((x) => (x.manual ? 't' : 'f')), 'bool'),
+      col(a.map((x) => x.status), 'text'),
+      col(a.map((x) => (x.response_status_code === null ? null : String(x.response_status_code))), 'int'),
+      col(a.map((x) => x.response_body), 'text'),
+      col(a.map((x) => (x.response_headers === null ? null : JSON.stringify(x.response_headers))), 'jsonb'),
+      col(a.map((x) => x.error), 'text'),
+      col(a.map((x) => x.error_kind), 'text'),
+      col(a.map((x) => (x.duration_ms === null ? null : String(x.duration_ms))), 'int'),
+      col(a.map((x) => iso(x.delivered_at)), 'timestamptz'),
+    )}`)
+  const d = t.deliveries
+  await db.execute(sql`
+    update ${d} set
+      status = v.status,
+      attempt_count = ${d.attempt_count} + 1,
+      manual = false,
+      next_attempt_at = v.next_at,
+      lease_owner = null,
+      lease_until = null,
+      last_attempt_at = v.delivered_at,
+      successful_at = coalesce(${d.successful_at}, v.successful_at)
+    from ${unnest(
+      col(writes.map((w) => w.delivery.id), 'text'),
+      col(writes.map((w) => w.delivery.status), 'text'),
+      col(writes.map((w) => iso(w.delivery.next_attempt_at)), 'timestamptz'),
+      col(writes.map((w) => iso(w.attempt.delivered_at)), 'timestamptz'),
+      col(writes.map((w) => iso(w.delivery.successful_at)), 'timestamptz'),
+    )} as v(id, status, next_at, delivered_at, successful_at)
+    where ${d.id} = v.id`)
+}
