@@ -9,6 +9,7 @@ import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries } from './
  */
 export function postgresHotPath(tables: Tables): HotPath {
   return {
+    singleStatementInsert: true,
     insertEvents: (db, items) => insertEvents(db, tables, items),
     writeAttempts: (db, writes) => writeAttempts(db, tables, writes),
   }
@@ -18,35 +19,36 @@ const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
 const col = (values: (string | null)[], type: string) => sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`
 const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 
+/** One statement (atomic by itself, no BEGIN/COMMIT round trips): the events, then deliveries of the inserted ones. */
 async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
   const events = items.map((i) => i.event)
-  const inserted = (await db.execute(sql`
-    insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
-    select * from ${unnest(
-      col(events.map((e) => e.tenant_id), 'text'),
-      col(events.map((e) => e.id), 'text'),
-      col(events.map((e) => e.topic), 'text'),
-      col(events.map((e) => iso(e.time)), 'timestamptz'),
-      col(events.map((e) => JSON.stringify(e.data)), 'jsonb'),
-      col(events.map((e) => JSON.stringify(e.metadata)), 'jsonb'),
-      col(events.map((e) => (e.eligible_for_retry ? 't' : 'f')), 'bool'),
-      col(events.map((e) => iso(e.created_at)), 'timestamptz'),
-    )}
-    on conflict do nothing
-    returning tenant_id, id`)) as unknown as { tenant_id: string; id: string }[]
-  const fresh = new Set(inserted.map((r) => `${r.tenant_id}\u0000${r.id}`))
+  // The same id twice in one batch: only the first occurrence may bring deliveries.
+  const firsts = new Set<string>()
   const rows: { e: (typeof events)[number]; d: NewEventWithDeliveries['deliveries'][number] }[] = []
-  const results: InsertEventResult[] = items.map(({ event: e, deliveries }) => {
+  for (const { event: e, deliveries } of items) {
     const key = `${e.tenant_id}\u0000${e.id}`
-    // The same id twice in one batch: only its first occurrence was inserted.
-    if (!fresh.delete(key)) return { duplicate: true, destination_ids: [] }
+    if (firsts.has(key)) continue
+    firsts.add(key)
     for (const d of deliveries) rows.push({ e, d })
-    return { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id) }
-  })
-  if (rows.length > 0)
-    await db.execute(sql`
+  }
+  const inserted = (await db.execute(sql`
+    with ev as (
+      insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
+      select * from ${unnest(
+        col(events.map((e) => e.tenant_id), 'text'),
+        col(events.map((e) => e.id), 'text'),
+        col(events.map((e) => e.topic), 'text'),
+        col(events.map((e) => iso(e.time)), 'timestamptz'),
+        col(events.map((e) => JSON.stringify(e.data)), 'jsonb'),
+        col(events.map((e) => JSON.stringify(e.metadata)), 'jsonb'),
+        col(events.map((e) => (e.eligible_for_retry ? 't' : 'f')), 'bool'),
+        col(events.map((e) => iso(e.created_at)), 'timestamptz'),
+      )}
+      on conflict do nothing
+      returning tenant_id, id
+    ), dl as (
       insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, attempt_count, manual)
-      select *, 'pending', 0, false from ${unnest(
+      select d.*, 'pending', 0, false from ${unnest(
         col(rows.map((r) => r.d.id), 'text'),
         col(rows.map((r) => r.e.tenant_id), 'text'),
         col(rows.map((r) => r.e.id), 'text'),
@@ -56,7 +58,17 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
         col(rows.map((r) => iso(r.d.next_attempt_at)), 'timestamptz'),
         col(rows.map((r) => r.d.lease_owner ?? null), 'text'),
         col(rows.map((r) => iso(r.d.lease_until)), 'timestamptz'),
-      )}`)
+      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until)
+      join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
+      returning 1
+    )
+    select tenant_id, id from ev`)) as unknown as { tenant_id: string; id: string }[]
+  const fresh = new Set(inserted.map((r) => `${r.tenant_id}\u0000${r.id}`))
+  const results: InsertEventResult[] = items.map(({ event: e, deliveries }) =>
+    fresh.delete(`${e.tenant_id}\u0000${e.id}`)
+      ? { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id) }
+      : { duplicate: true, destination_ids: [] },
+  )
   for (const [index, r] of results.entries()) {
     if (!r.duplicate) continue
     const { tenant_id, id } = items[index]!.event

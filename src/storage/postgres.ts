@@ -38,8 +38,13 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       tables: schema,
       hotPath: postgresHotPath(schema),
       run: (fn) => fn(db),
-      // Postgres commits are always durable (synchronous_commit stays on).
-      transaction: (fn) => db.transaction((tx) => fn(tx as unknown as Db)),
+      transaction: (fn, { durable = true } = {}) =>
+        db.transaction(async (tx) => {
+          // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
+          // need not wait for a WAL flush; publishes and directory changes always do.
+          if (!durable) await tx.execute(sql`set local synchronous_commit = off`)
+          return fn(tx as unknown as Db)
+        }),
       notifyWork: async (tx) => {
         await tx.execute(sql`select pg_notify(${workChannel}, '')`)
       },

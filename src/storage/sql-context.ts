@@ -30,6 +30,8 @@ export interface SqlContext {
 
 /** The writes every delivery makes; run inside the caller's transaction (`db`). */
 export interface HotPath {
+  /** insertEvents is one statement, atomic without a transaction (saves BEGIN/COMMIT round trips). */
+  singleStatementInsert?: boolean
   /** Insert events and their deliveries; an existing (tenant_id, id) is a duplicate naming its destinations. */
   insertEvents(db: Db, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> | InsertEventResult[]
   /** Insert the attempt rows and move each delivery to its next state. */

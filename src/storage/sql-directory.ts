@@ -174,16 +174,20 @@ export async function setDestinationDisabled(
 
 export async function publishTargets(ctx: SqlContext, tenantIds: string[]): Promise<Map<string, DestinationRecord[]>> {
   const { tenants, destinations } = ctx.tables
-  return ctx.run(async (db) => {
-    const found = await db.select({ id: tenants.id }).from(tenants).where(inArray(tenants.id, tenantIds))
-    const result = new Map<string, DestinationRecord[]>(found.map((t) => [t.id, []]))
-    if (found.length === 0) return result
-    const rows = await db
-      .select()
-      .from(destinations)
-      .where(inArray(destinations.tenant_id, [...result.keys()]))
-      .orderBy(asc(destinations.created_at), asc(destinations.id))
-    for (const row of rows) result.get(row.tenant_id)!.push(row as DestinationRecord)
-    return result
-  })
+  // One round trip: each tenant with its destinations (a tenant without any comes back once, with nulls).
+  const rows = await ctx.run((db) =>
+    db
+      .select({ tenant: tenants.id, destination: destinations })
+      .from(tenants)
+      .leftJoin(destinations, eq(destinations.tenant_id, tenants.id))
+      .where(inArray(tenants.id, tenantIds))
+      .orderBy(asc(destinations.created_at), asc(destinations.id)),
+  )
+  const result = new Map<string, DestinationRecord[]>()
+  for (const row of rows) {
+    const list = result.get(row.tenant) ?? []
+    result.set(row.tenant, list)
+    if (row.destination) list.push(row.destination as DestinationRecord)
+  }
+  return result
 }

@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, or, sql, type SQL } from 'drizzle-orm'
-import { keysetPlan, type SqlContext } from './sql-context.js'
+import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -17,12 +17,13 @@ import type {
 
 export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
   if (items.length === 0) return []
-  return ctx.transaction(async (db) => {
+  const write = async (db: Db) => {
     const results = await ctx.hotPath.insertEvents(db, items)
-    // Rows the local worker did not take are for any instance: wake them (delivered at commit).
+    // Rows the local worker did not take are for any instance: wake them (once they are visible).
     if (items.some((i) => i.deliveries.some((d) => !d.lease_owner))) await ctx.notifyWork?.(db)
     return results
-  })
+  }
+  return ctx.hotPath.singleStatementInsert ? ctx.run(write) : ctx.transaction(write)
 }
 
 export async function claimDueDeliveries(ctx: SqlContext, q: ClaimRequest): Promise<ClaimedDelivery[]> {
