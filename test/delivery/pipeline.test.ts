@@ -109,6 +109,17 @@ for (const kind of engineKinds()) {
       expect(new Set(receiver.on('/concurrent').map((r) => JSON.parse(r.body).i)).has(7)).toBe(false)
     })
 
+    it('replaces a destination\'s cached publisher when it is updated: the next delivery uses the new config', async () => {
+      const d = await hook('/before-update')
+      await outflow.publish({ tenant_id: T, topic: 'order.created', data: { n: 1 }, destination_id: d.id })
+      await waitFor(() => receiver.on('/before-update').length === 1)
+      await outflow.updateDestination(T, d.id, { config: { url: `${receiver.url}/after-update` } })
+      await outflow.publish({ tenant_id: T, topic: 'order.created', data: { n: 2 }, destination_id: d.id })
+      await waitFor(() => receiver.on('/after-update').length === 1)
+      expect(JSON.parse(receiver.on('/after-update')[0]!.body)).toEqual({ n: 2 })
+      expect(receiver.on('/before-update')).toHaveLength(1)
+    })
+
     it('publishes a batch with publishMany', async () => {
       const d = await hook('/batch')
       const results = await outflow.publishMany(Array.from({ length: 20 }, (_, i) => ({ tenant_id: T, topic: 'order.created', data: { i } })))
