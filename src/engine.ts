@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { closeHttpClients } from './delivery/http-client.js'
 import { DeliveryWorker } from './delivery/worker.js'
 import type { DestinationTypeSchema } from './destinations/types.js'
 import type { EngineContext } from './engine/context.js'

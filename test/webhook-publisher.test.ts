@@ -1,57 +1,19 @@
 import http from 'node:http'
-import net, { type AddressInfo } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
 import * as v from 'valibot'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { closeHttpClients, httpAttemptResult, parseRetryAfter, RESPONSE_BODY_LIMIT } from '../src/delivery/http-client.js'
 import { generateWebhookSecret, signWebhook } from '../src/delivery/signing.js'
 import type { DeliveryMessage, Publisher, PublisherContext } from '../src/destinations/types.js'
 import { webhook } from '../src/destinations/webhook.js'
+import { installNetworkSentinel } from './support/network-sentinel.js'
 
-// ---------------------------------------------------------------------------------------------
-// Sentinel: every socket connect in this file is recorded; one to a non-loopback host throws and
-// fails the test, so a broken SSRF guard can never put traffic on the network.
-// ---------------------------------------------------------------------------------------------
-const realConnect = net.Socket.prototype.connect
-const connectAttempts: string[] = []
-const violations: string[] = []
-
-function connectHost(args: unknown[]): string {
-  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0]
-  if (typeof first === 'object' && first !== null) {
-    const options = first as { host?: string; path?: string }
-    return options.path ? `unix:${options.path}` : (options.host ?? 'localhost')
-  }
-  if (typeof first === 'number' || /^\d+$/.test(String(first))) return typeof args[1] === 'string' ? args[1] : 'localhost'
-  return `unix:${String(first)}`
-}
-
-function isLoopbackHost(host: string): boolean {
-  if (host === 'localhost' || host.startsWith('unix:')) return true
-  const bare = host.replace(/^\[|\]$/g, '')
-  return net.isIP(bare) !== 0 && (bare === '::1' || /^127\./.test(bare) || /^::ffff:127\./i.test(bare))
-}
-
-beforeAll(() => {
-  net.Socket.prototype.connect = function sentinelConnect(this: net.Socket, ...args: unknown[]) {
-    const host = connectHost(args)
-    connectAttempts.push(host)
-    if (!isLoopbackHost(host)) {
-      violations.push(host)
-      throw new Error(`test sentinel: refused a connection to non-loopback host ${host}`)
-    }
-    return (realConnect as (...a: unknown[]) => net.Socket).apply(this, args)
-  } as typeof realConnect
-})
+// Sentinel: every socket connect in this file is recorded; one to a non-loopback host throws and fails the test,
+// so a broken SSRF guard can never put traffic on the network.
+const { connectAttempts } = installNetworkSentinel('throw')
 afterAll(async () => {
-  net.Socket.prototype.connect = realConnect
   await closeHttpClients()
-})
-beforeEach(() => {
-  connectAttempts.length = 0
-})
-afterEach(() => {
-  expect(violations).toEqual([])
 })
 
 // ---------------------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ async function loadClaimed(ctx: SqlContext, db: Parameters<Parameters<SqlContext
 }
 
 export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): Promise<DestinationStreak[]> {
-  const { attempts, deliveries, destinations } = ctx.tables
+  const { destinations } = ctx.tables
   if (writes.length === 0) return []
   return ctx.transaction(async (db) => {
     await ctx.hotPath.writeAttempts(db, writes)

@@ -8,6 +8,7 @@ import { resolvePublicHost } from '../../src/destinations/endpoint-guard.js'
 import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 import { OutflowError } from '../../src/errors.js'
 import { startFakePubsub, type FakePubsub } from '../fakes/pubsub-server.js'
+import { installNetworkSentinel } from '../support/network-sentinel.js'
 
 const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5000, userAgent: 'outflow/test' }
 const project = 'outflow-test'
@@ -36,40 +37,10 @@ function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
 
 // Sentinel: a socket connect to anything but loopback is stopped before it reaches the network (no DNS, no packet)
 // and fails as ECONNREFUSED. Every stopped host is recorded; a test that does not take them out fails.
-const realConnect = net.Socket.prototype.connect
-const stopped: string[] = []
-
-function connectHost(args: unknown[]): string {
-  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0]
-  if (typeof first === 'object' && first !== null) {
-    const options = first as { host?: string; path?: string }
-    return options.path ? `unix:${options.path}` : (options.host ?? 'localhost')
-  }
-  if (typeof first === 'number' || /^\d+$/.test(String(first))) return typeof args[1] === 'string' ? args[1] : 'localhost'
-  return `unix:${String(first)}`
-}
-
-function isLoopbackHost(host: string): boolean {
-  if (host === 'localhost' || host.startsWith('unix:')) return true
-  const bare = host.replace(/^\[|\]$/g, '')
-  return net.isIP(bare) !== 0 && (bare === '::1' || /^127\./.test(bare) || /^::ffff:127\./i.test(bare))
-}
-
-beforeAll(() => {
-  net.Socket.prototype.connect = function sentinelConnect(this: net.Socket, ...args: unknown[]) {
-    const host = connectHost(args)
-    if (isLoopbackHost(host)) return (realConnect as (...a: unknown[]) => net.Socket).apply(this, args)
-    stopped.push(host)
-    process.nextTick(() => this.destroy(Object.assign(new Error(`connect ECONNREFUSED ${host} (stopped by the test sentinel)`), { code: 'ECONNREFUSED' })))
-    return this
-  } as typeof realConnect
-})
-afterAll(() => {
-  net.Socket.prototype.connect = realConnect
-})
+const { stopped } = installNetworkSentinel('refuse')
+// Registered after the sentinel, so (hooks run as a stack) mocks are restored before its check.
 afterEach(() => {
   vi.restoreAllMocks()
-  expect(stopped.splice(0), 'connections to non-loopback hosts').toEqual([])
 })
 
 /**
