@@ -53,7 +53,7 @@ export class DeliveryWorker {
     const { concurrency, batchSize } = ctx.options.delivery
     this.#global = new PQueue({ concurrency })
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
-    this.#maxHeld = Math.max(concurrency * 20, batchSize * 4)
+    this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
   }
 
   start(): void {
