@@ -1,7 +1,7 @@
 import type * as Kinesis from '@aws-sdk/client-kinesis'
 import type * as SmithyHttp from '@smithy/node-http-handler'
 import * as v from 'valibot'
-import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './cloudx-s3.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
 import { privateEndpointError } from './endpoint-guard.js'
 import { loadPeer } from './load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'

@@ -1,12 +1,10 @@
-import http from 'node:http'
-import https from 'node:https'
 import type * as S3 from '@aws-sdk/client-s3'
 import * as v from 'valibot'
-import { guardedLookup } from '../delivery/ssrf.js'
 import { privateEndpointError } from './endpoint-guard.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
 import { loadPeer } from './load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher, PublisherContext } from './types.js'
+import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
 
 /** Storage classes PutObject accepts (the SDK enum also lists transition-only classes such as FSX_*). */
 export const s3StorageClasses = [
@@ -29,13 +27,6 @@ const MAX_KEY_BYTES = 1024
 const bucketPattern = '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$'
 const regionPattern = '^[a-z0-9]+(-[a-z0-9]+)*$'
 
-/** An http(s) endpoint URL of an AWS-compatible service or emulator. */
-export const AwsEndpointSchema = v.pipe(
-  v.string('must be a string'),
-  v.url('must be a URL'),
-  v.check((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL'),
-)
-
 const ConfigSchema = v.strictObject(
   {
     bucket: v.pipe(v.string('must be a string'), v.regex(new RegExp(bucketPattern), 'must be a valid bucket name (3–63 lower-case letters, digits, "." and "-")')),
@@ -47,18 +38,7 @@ const ConfigSchema = v.strictObject(
   'unexpected field',
 )
 
-/** AWS static credentials `{ key, secret, session? }`, shared by the cloudx types. */
-export const AwsCredentialsSchema = v.strictObject(
-  {
-    key: v.pipe(v.string('must be a string'), v.minLength(1, 'required')),
-    secret: v.pipe(v.string('must be a string'), v.minLength(1, 'required')),
-    session: v.optional(v.string('must be a string')),
-  },
-  'unexpected field',
-)
-
 type S3Config = v.InferOutput<typeof ConfigSchema>
-type AwsCredentials = v.InferOutput<typeof AwsCredentialsSchema>
 
 const configFields: FieldSpec[] = [
   { key: 'bucket', type: 'text', label: 'Bucket', description: 'The name of an existing bucket.', required: true, sensitive: false, pattern: bucketPattern, minlength: 3, maxlength: 63 },
@@ -91,24 +71,6 @@ const configFields: FieldSpec[] = [
     pattern: '^https?://.+',
   },
 ]
-
-/** The credential fields of `AwsCredentialsSchema`; `permission` names what the key must be allowed to do. */
-export function awsCredentialFields(permission: string): FieldSpec[] {
-  return [
-    { key: 'key', type: 'text', label: 'Access key ID', description: `The access key ID of an IAM user or role allowed ${permission}.`, required: true, sensitive: false, minlength: 1 },
-    { key: 'secret', type: 'text', label: 'Secret access key', description: 'The secret access key.', required: true, sensitive: true, minlength: 1 },
-    { key: 'session', type: 'text', label: 'Session token', description: 'A session token, for temporary credentials only.', required: false, sensitive: true },
-  ]
-}
-
-/** The SDK `credentials` option of validated credentials. */
-export function awsCredentials(credentials: AwsCredentials): { accessKeyId: string; secretAccessKey: string; sessionToken?: string } {
-  return {
-    accessKeyId: credentials.key,
-    secretAccessKey: credentials.secret,
-    ...(credentials.session ? { sessionToken: credentials.session } : {}),
-  }
-}
 
 const instructions = `## Deliver events to an S3 bucket
 
@@ -144,25 +106,6 @@ function objectMetadata(metadata: Record<string, string>): Record<string, string
     out[name] = /^[\x20-\x7e]*$/.test(value) ? value : `=?UTF-8?B?${Buffer.from(value, 'utf8').toString('base64')}?=`
   }
   return out
-}
-
-/** SDK request handler options: attempt timeouts, and sockets that refuse private addresses for tenant-supplied endpoints. */
-export function awsRequestHandler(endpoint: string | undefined, context: PublisherContext) {
-  const guarded = endpoint !== undefined && !context.allowPrivateNetworks
-  return {
-    connectionTimeout: context.timeoutMs,
-    requestTimeout: context.timeoutMs,
-    httpAgent: new http.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
-    httpsAgent: new https.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
-  }
-}
-
-/** Codes of an error and its causes (SDK network errors wrap the socket error). */
-export function awsErrorCodes(err: unknown, depth = 0): string[] {
-  if (typeof err !== 'object' || err === null || depth > 4) return []
-  const e = err as { code?: unknown; cause?: unknown; errors?: unknown }
-  const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => awsErrorCodes(x, depth + 1)) : []
-  return [...(typeof e.code === 'string' ? [e.code] : []), ...awsErrorCodes(e.cause, depth + 1), ...nested]
 }
 
 /** Map an SDK error (service exception or transport failure) to an attempt result. */

@@ -2,7 +2,7 @@ import type * as Sqs from '@aws-sdk/client-sqs'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
-import { awsErrorCodes, awsRequestHandler } from './cloudx-s3.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsErrorCodes, awsRequestHandler, type AwsCredentials } from './aws.js'
 import { privateHostError } from './endpoint-guard.js'
 import { loadPeer } from './load-peer.js'
 import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
@@ -72,17 +72,7 @@ const ConfigSchema = v.strictObject(
   'unexpected field',
 )
 
-const CredentialsSchema = v.strictObject(
-  {
-    key: v.pipe(v.string('must be a string'), v.minLength(1, 'required'), v.maxLength(128, 'must be at most 128 characters'), v.regex(/^\S+$/, 'must not contain white space')),
-    secret: v.pipe(v.string('must be a string'), v.minLength(1, 'required'), v.maxLength(1024, 'must be at most 1024 characters')),
-    session: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'))),
-  },
-  'unexpected field',
-)
-
 type SqsConfig = v.InferOutput<typeof ConfigSchema>
-type SqsCredentials = v.InferOutput<typeof CredentialsSchema>
 
 const configFields: FieldSpec[] = [
   {
@@ -112,12 +102,6 @@ const configFields: FieldSpec[] = [
     sensitive: false,
     pattern: '^https?://\\S+$',
   },
-]
-
-const credentialFields: FieldSpec[] = [
-  { key: 'key', type: 'text', label: 'Access key ID', description: 'The access key ID of an IAM user or role allowed to call sqs:SendMessage on the queue.', required: true, sensitive: false, minlength: 1, maxlength: 128 },
-  { key: 'secret', type: 'text', label: 'Secret access key', description: 'The secret access key of that access key ID.', required: true, sensitive: true, minlength: 1, maxlength: 1024 },
-  { key: 'session', type: 'text', label: 'Session token', description: 'The session token, only for temporary (STS) credentials.', required: false, sensitive: true, minlength: 1 },
 ]
 
 const instructions = `## Deliver events to an Amazon SQS queue
@@ -215,7 +199,7 @@ function classifySqsError(err: unknown): { kind: ErrorKind; code: string } {
 }
 
 /** Remove every credential value from a text before it is recorded. */
-function redact(text: string, credentials: SqsCredentials): string {
+function redact(text: string, credentials: AwsCredentials): string {
   let out = text
   // Short values would mangle ordinary words; real secrets are long.
   for (const secret of [credentials.secret, credentials.session]) if (secret && secret.length >= 4) out = out.split(secret).join('****')
@@ -223,7 +207,7 @@ function redact(text: string, credentials: SqsCredentials): string {
 }
 
 /** A failed attempt with a short, secret-free text such as `QueueDoesNotExist: The specified queue does not exist.` */
-function failure(err: unknown, credentials: SqsCredentials): AttemptResult {
+function failure(err: unknown, credentials: AwsCredentials): AttemptResult {
   const { kind, code } = classifySqsError(err)
   const raw = err instanceof Error || (typeof err === 'object' && err !== null && 'message' in err) ? String((err as { message: unknown }).message) : String(err)
   const message = redact(raw, credentials)
@@ -269,16 +253,16 @@ export const cloudxSqs: DestinationTypeDefinition = {
   icon,
   instructions,
   config_fields: configFields,
-  credential_fields: credentialFields,
+  credential_fields: awsCredentialFields('to call sqs:SendMessage on the queue'),
   configSchema: ConfigSchema,
-  credentialsSchema: CredentialsSchema,
+  credentialsSchema: AwsCredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
   target: (config) => (typeof config.queue_url === 'string' ? queueName(config.queue_url) : undefined),
   targetUrl: (config) => (typeof config.queue_url === 'string' ? config.queue_url : undefined),
   async createPublisher(destination, context): Promise<Publisher> {
     const config = parseStored(ConfigSchema, destination.config, 'config')
-    const credentials = parseStored(CredentialsSchema, destination.credentials, 'credentials')
+    const credentials = parseStored(AwsCredentialsSchema, destination.credentials, 'credentials')
     const sdk = await loadPeer<typeof Sqs>('@aws-sdk/client-sqs')
     // Always explicit: the queue URL's own host is where AWS wants the call, and AWS_ENDPOINT_URL* of the host must not redirect it.
     const endpoint = config.endpoint ?? new URL(config.queue_url).origin
@@ -288,7 +272,7 @@ export const cloudxSqs: DestinationTypeDefinition = {
     const client = new sdk.SQSClient({
       region: config.region ?? regionFromQueueUrl(config.queue_url) ?? 'us-east-1',
       endpoint,
-      credentials: { accessKeyId: credentials.key, secretAccessKey: credentials.secret, sessionToken: credentials.session },
+      credentials: awsCredentials(credentials),
       // The delivery pipeline owns retries and their schedule.
       maxAttempts: 1,
       requestHandler: awsRequestHandler(endpoint, context),
