@@ -182,7 +182,7 @@ export class DeliveryWorker {
   async #attempt(d: ClaimedDelivery): Promise<void> {
     let recorded = false
     try {
-      if (this.#stopping && !this.#draining) return // not started before close: its lease is released
+      if (this.#stopping) return // not started before close(): its lease is released
       const destination = await this.#destination(d.tenant_id, d.destination_id)
       if (!destination || destination.disabled_at) {
         // Gone: cancel. Disabled: park until enabled. Neither is an attempt.
@@ -217,8 +217,6 @@ export class DeliveryWorker {
     for (const id of ids) this.#held.delete(id)
     if (this.#held.size < this.#maxHeld / 2) this.wake()
   }
-
-  #draining = false
 
   async #disableGone(d: ClaimedDelivery): Promise<void> {
     const now = this.#ctx.now()
@@ -295,13 +293,11 @@ export class DeliveryWorker {
   async close(): Promise<void> {
     if (this.#stopping) return
     this.#stopping = true
-    this.#draining = true
     clearTimeout(this.#retryTimer)
     this.wake()
     await this.#loop
     await (await this.#unlisten)?.().catch(() => undefined)
     // Attempts already running may finish; queued ones are not started.
-    this.#draining = false
     for (const q of this.#perDestination.values()) q.clear()
     this.#global.clear()
     const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false)])

@@ -44,7 +44,7 @@ export async function claimDueDeliveries(ctx: SqlContext, q: ClaimRequest): Prom
   }, { durable: false })
 }
 
-async function loadClaimed(ctx: SqlContext, db: Parameters<Parameters<SqlContext['run']>[0]>[0], ids: string[]): Promise<ClaimedDelivery[]> {
+async function loadClaimed(ctx: SqlContext, db: Db, ids: string[]): Promise<ClaimedDelivery[]> {
   const { deliveries, events } = ctx.tables
   const rows = await db
     .select({ d: deliveries, e: events })
