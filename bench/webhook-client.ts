@@ -6,7 +6,7 @@
  * Run: npx tsx bench/webhook-client.ts [requests] [concurrency]
  */
 import { Worker } from 'node:worker_threads'
-import { closeHttpClients, sendHttp } from '../src/delivery/http-client.js'
+import { closeHttpClients, sendHttp } from '../src/net/http-client.js'
 
 const total = Number(process.argv[2] ?? 20_000)
 const concurrency = Number(process.argv[3] ?? 50)

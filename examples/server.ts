@@ -6,7 +6,7 @@
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { outflowApp } from '../adapters/hono.js'
-import { createOutflow } from '../src/engine.js'
+import { createOutflow } from '../src/create-outflow.js'
 import type { Logger } from '../src/options.js'
 import { postgres } from '../src/storage/postgres.js'
 import { sqlite } from '../src/storage/sqlite.js'

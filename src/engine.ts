@@ -1,53 +1,27 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
+import { encryptionKeyBytes } from './credentials.js'
+import type { DeliveryReporter, OutflowEvents } from './delivery/events.js'
+import { EventWriter } from './delivery/event-writer.js'
 import { DeliveryWorker } from './delivery/worker.js'
-import type { DestinationTypeSchema } from './destinations/types.js'
 import type { EngineContext } from './engine/context.js'
-import { encryptionKeyBytes } from './engine/credentials.js'
 import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
-import { EventWriter } from './engine/event-writer.js'
 import { publishEvents } from './engine/publish.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
-import { createHttpHandler } from './http/handler.js'
+import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
 import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
-import { resolveOptions, type OutflowOptions, type ResolvedOptions } from './options.js'
+import type { ResolvedOptions } from './options.js'
 import type { Storage } from './storage/storage.js'
 
-/** Typed events the engine emits for its host. */
-export interface OutflowEvents {
-  'delivery.succeeded': [DeliveryOutcome]
-  'delivery.failed': [DeliveryOutcome]
-  'destination.disabled': [{ tenant_id: string; destination_id: string; reason: 'consecutive_failures' | 'gone' }]
-  alert: [AlertPayload]
-}
+export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 
-export interface DeliveryOutcome {
-  tenant_id: string
-  event_id: string
-  destination_id: string
-  attempt: DeliveryAttempt
-}
-
-/** Sent to the host callback and the optional alert URL when failures pile up. */
-export interface AlertPayload {
-  topic: 'alert.consecutive_failure'
-  timestamp: string
-  data: {
-    tenant_id: string
-    destination_id: string
-    consecutive_failures: number
-    max_consecutive_failures: number
-    /** 50, 70, 90 or 100 (percent of the threshold). */
-    level: number
-    will_disable: boolean
-    destination: Destination | null
-  }
-}
+/** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
+export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
 
 /**
  * The Outflow engine: the typed API of every operation, the delivery worker, and `fetch` for HTTP.
@@ -59,13 +33,16 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
+  readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
 
-  constructor(storage: Storage, options: ResolvedOptions) {
+  /** Prefer `createOutflow`, which also migrates, starts the worker and serves HTTP. */
+  constructor(storage: Storage, options: ResolvedOptions, createHandler?: HttpHandlerFactory) {
     super()
     this.options = options
     this.storage = storage
+    this.#createHandler = createHandler
     let jwtSecret = options.jwtSecret
     if (!jwtSecret) {
       jwtSecret = randomBytes(32).toString('base64url')
@@ -79,8 +56,23 @@ export class Outflow extends EventEmitter<OutflowEvents> {
       now: () => new Date(),
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
     }
-    this.#worker = new DeliveryWorker(this.#ctx, this)
-    this.#writer = new EventWriter(this.#ctx, this.#worker)
+    const { encryptionKey, now } = this.#ctx
+    this.#worker = new DeliveryWorker({ storage, options, encryptionKey, now, reporter: this.#reporter() })
+    this.#writer = new EventWriter(storage, this.#worker, now)
+  }
+
+  /** Turns what delivery reports (storage records) into API shapes and host events. */
+  #reporter(): DeliveryReporter {
+    return {
+      attempted: (attempt) => {
+        const name = attempt.status === 'success' ? 'delivery.succeeded' : 'delivery.failed'
+        if (this.listenerCount(name) > 0)
+          this.emit(name, { tenant_id: attempt.tenant_id, event_id: attempt.event_id, destination_id: attempt.destination_id, attempt: events.toDeliveryAttempt(attempt) })
+      },
+      alert: (alert) => this.emit('alert', alert),
+      destinationDisabled: (event) => this.emit('destination.disabled', event),
+      publicDestination: (record) => destinations.toDestination(this.#ctx, record),
+    }
   }
 
   /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
@@ -100,7 +92,8 @@ export class Outflow extends EventEmitter<OutflowEvents> {
    * Bun.serve({ fetch: (req) => outflow.fetch(req) })
    */
   fetch(request: Request): Promise<Response> {
-    const handler = (this.#handler ??= createHttpHandler(this))
+    if (!this.#createHandler) return Promise.reject(new OutflowError('unavailable', 'this engine was constructed without an HTTP handler: create it with createOutflow'))
+    const handler = (this.#handler ??= this.#createHandler(this))
     return handler(request)
   }
 
@@ -213,25 +206,3 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     return this.#closed
   }
 }
-
-/**
- * Create an engine: resolves options, opens storage, migrates, starts the worker.
- *
- * @example
- * const outflow = await createOutflow({ storage: sqlite({ path: './outflow.db' }), apiKey: process.env.OUTFLOW_API_KEY })
- */
-export async function createOutflow(options: OutflowOptions): Promise<Outflow> {
-  const resolved = resolveOptions(options)
-  const storage = typeof options.storage === 'function' ? await options.storage() : options.storage
-  const outflow = new Outflow(storage, resolved)
-  try {
-    if (resolved.migrate) await outflow.migrate()
-  } catch (err) {
-    await storage.close().catch(() => {})
-    throw err
-  }
-  outflow.start()
-  return outflow
-}
-
-

@@ -1,4 +1,6 @@
-export { createOutflow, Outflow, type OutflowEvents, type DeliveryOutcome, type AlertPayload } from './engine.js'
+export { createOutflow } from './create-outflow.js'
+export { Outflow, type HttpHandlerFactory } from './engine.js'
+export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 export type { OutflowOptions, Logger } from './options.js'
 export { OutflowError, errorStatus, type OutflowErrorCode, type ErrorData } from './errors.js'
 export type { Storage } from './storage/storage.js'
@@ -6,14 +8,7 @@ export type { Tenant } from './model/tenant.js'
 export type { Destination } from './model/destination.js'
 export type { Event, DeliveryAttempt, PublishInput, PublishResult } from './model/event.js'
 export type { Page, Pagination } from './model/pagination.js'
-export {
-  destinationTypes,
-  type DestinationTypeName,
-  type DestinationTypeSchema,
-  type DestinationTypeDefinition,
-  type FieldSpec,
-  type AttemptResult,
-  type DeliveryMessage,
-  type Publisher,
-} from './destinations/types.js'
+export { destinationTypes, type DestinationTypeName, type DestinationTypeSchema, type FieldSpec } from './model/destination-type.js'
+export { type DestinationTypeDefinition, type DeliveryMessage, type Publisher } from './destinations/types.js'
+export { type AttemptResult } from './model/attempt-result.js'
 export { verifyTenantToken } from './tokens.js'

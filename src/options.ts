@@ -2,15 +2,10 @@ import * as v from 'valibot'
 import { RetryOptionsSchema, type RetryOptions } from './delivery/retry-schedule.js'
 import { OutflowError } from './errors.js'
 import { issuesToData } from './model/common.js'
+import type { Logger } from './logger.js'
 import type { Storage } from './storage/storage.js'
 
-/** Where Outflow writes progress and problems. `console` fits; so do pino and winston loggers. */
-export interface Logger {
-  debug(message: string, fields?: Record<string, unknown>): void
-  info(message: string, fields?: Record<string, unknown>): void
-  warn(message: string, fields?: Record<string, unknown>): void
-  error(message: string, fields?: Record<string, unknown>): void
-}
+export type { Logger }
 
 const positiveInt = (name: string) => v.pipe(v.number(), v.integer(`${name} must be an integer`), v.minValue(1, `${name} must be at least 1`))
 

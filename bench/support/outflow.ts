@@ -1,5 +1,6 @@
 import path from 'node:path'
-import { createOutflow, type Outflow } from '../../src/engine.js'
+import { createOutflow } from '../../src/create-outflow.js'
+import { type Outflow } from '../../src/engine.js'
 import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'

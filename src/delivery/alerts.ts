@@ -1,8 +1,7 @@
-import type { AlertPayload, Outflow } from '../engine.js'
-import type { EngineContext } from '../engine/context.js'
-import { toDestination } from '../engine/destinations.js'
+import { sendHttp } from '../net/http-client.js'
 import type { AttemptWrite, DestinationStreak } from '../storage/storage.js'
-import { sendHttp } from './http-client.js'
+import type { DeliveryContext } from './context.js'
+import type { AlertPayload } from './events.js'
 
 /** Alert levels, in percent of `alerts.consecutiveFailures`; at 100 the destination is disabled. */
 export const alertLevels = [50, 70, 90, 100] as const
@@ -18,8 +17,10 @@ export function crossedLevels(threshold: number, before: number, after: number):
 /**
  * After a batch of attempts is recorded: raise alerts for failure streaks that crossed a level
  * (host event + optional callback URL) and auto-disable destinations that reached the threshold.
+ * Returns the destinations it disabled.
  */
-export async function handleStreaks(ctx: EngineContext, emitter: Outflow, writes: AttemptWrite[], streaks: DestinationStreak[]): Promise<void> {
+export async function handleStreaks(ctx: DeliveryContext, writes: AttemptWrite[], streaks: DestinationStreak[]): Promise<DestinationStreak[]> {
+  const disabled: DestinationStreak[] = []
   const threshold = ctx.options.alerts.consecutiveFailures
   for (const streak of streaks) {
     if (streak.consecutive_failures === 0) continue
@@ -45,22 +46,23 @@ export async function handleStreaks(ctx: EngineContext, emitter: Outflow, writes
           max_consecutive_failures: threshold,
           level,
           will_disable: disable,
-          destination: record ? toDestination(ctx, record) : null,
+          destination: record ? ctx.reporter.publicDestination(record) : null,
         },
       }
-      emitter.emit('alert', alert)
+      ctx.reporter.alert(alert)
       await postAlert(ctx, alert)
       if (disable) {
-        ctx.destinationChanged(streak.tenant_id, streak.destination_id)
+        disabled.push(streak)
         ctx.options.logger.warn('destination disabled after consecutive failures', { tenant_id: streak.tenant_id, destination_id: streak.destination_id, consecutive_failures: streak.consecutive_failures })
-        emitter.emit('destination.disabled', { tenant_id: streak.tenant_id, destination_id: streak.destination_id, reason: 'consecutive_failures' })
+        ctx.reporter.destinationDisabled({ tenant_id: streak.tenant_id, destination_id: streak.destination_id, reason: 'consecutive_failures' })
       }
     }
   }
+  return disabled
 }
 
 /** POST the alert to `alerts.callbackUrl` with the admin key as bearer. The operator chose the URL, so private networks are allowed. */
-async function postAlert(ctx: EngineContext, alert: AlertPayload): Promise<void> {
+async function postAlert(ctx: DeliveryContext, alert: AlertPayload): Promise<void> {
   const url = ctx.options.alerts.callbackUrl
   if (!url) return
   const headers: Record<string, string> = { 'content-type': 'application/json' }

@@ -1,4 +1,5 @@
-import type { AttemptResult, DeliveryMessage } from '../destinations/types.js'
+import type { AttemptResult } from '../model/attempt-result.js'
+import type { DeliveryMessage } from '../destinations/types.js'
 import { newId } from '../ids.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { nextAttemptDelay, type RetryOptions } from './retry-schedule.js'

@@ -1,16 +1,15 @@
 import PQueue from 'p-queue'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { destinationType } from '../destinations/registry.js'
-import type { AttemptResult, Publisher } from '../destinations/types.js'
-import type { Outflow } from '../engine.js'
-import type { EngineContext } from '../engine/context.js'
-import { unsealCredentials } from '../engine/credentials.js'
-import { toDeliveryAttempt } from '../engine/events.js'
+import type { AttemptResult } from '../model/attempt-result.js'
+import type { Publisher } from '../destinations/types.js'
+import { unsealCredentials } from '../credentials.js'
 import { newId } from '../ids.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { handleStreaks } from './alerts.js'
+import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
-import { attemptResultFromError, closeHttpClients } from './http-client.js'
+import { attemptResultFromError, closeHttpClients } from '../net/http-client.js'
 
 const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
@@ -29,8 +28,7 @@ const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${des
  */
 export class DeliveryWorker {
   readonly id = newId('wrk')
-  readonly #ctx: EngineContext
-  readonly #emitter: Outflow
+  readonly #ctx: DeliveryContext
   readonly #global: PQueue
   readonly #perDestination = new Map<string, PQueue>()
   /** Deliveries this worker holds (queued or in flight), so the claim loop never takes them twice. */
@@ -47,9 +45,8 @@ export class DeliveryWorker {
   #retryTimer?: NodeJS.Timeout
   #retryAt = Infinity
 
-  constructor(ctx: EngineContext, emitter: Outflow) {
+  constructor(ctx: DeliveryContext) {
     this.#ctx = ctx
-    this.#emitter = emitter
     const { concurrency, batchSize } = ctx.options.delivery
     this.#global = new PQueue({ concurrency })
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
@@ -201,9 +198,7 @@ export class DeliveryWorker {
       const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       this.#record(write)
       recorded = true
-      const name = result.ok ? 'delivery.succeeded' : 'delivery.failed'
-      if (this.#emitter.listenerCount(name) > 0)
-        this.#emitter.emit(name, { tenant_id: d.tenant_id, event_id: d.event_id, destination_id: d.destination_id, attempt: toDeliveryAttempt(write.attempt) })
+      this.#ctx.reporter.attempted(write.attempt)
       if (result.disable) await this.#disableGone(d)
     } catch (err) {
       this.#ctx.options.logger.error('delivery attempt failed unexpectedly', { delivery_id: d.id, error: (err as Error).message })
@@ -223,7 +218,7 @@ export class DeliveryWorker {
     await this.#ctx.storage.setDestinationDisabled(d.tenant_id, d.destination_id, now, now)
     this.destinationChanged(d.tenant_id, d.destination_id)
     this.#ctx.options.logger.warn('destination disabled: the receiver answered 410 Gone', { tenant_id: d.tenant_id, destination_id: d.destination_id })
-    this.#emitter.emit('destination.disabled', { tenant_id: d.tenant_id, destination_id: d.destination_id, reason: 'gone' })
+    this.#ctx.reporter.destinationDisabled({ tenant_id: d.tenant_id, destination_id: d.destination_id, reason: 'gone' })
   }
 
   #record(write: AttemptWrite): void {
@@ -267,7 +262,8 @@ export class DeliveryWorker {
   async #writeBatch(writes: AttemptWrite[]): Promise<void> {
     try {
       const streaks = await this.#ctx.storage.recordAttempts(writes)
-      await handleStreaks(this.#ctx, this.#emitter, writes, streaks)
+      const disabled = await handleStreaks(this.#ctx, writes, streaks)
+      for (const { tenant_id, destination_id } of disabled) this.destinationChanged(tenant_id, destination_id)
       for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
     } catch (err) {
       // The leases expire and the deliveries are attempted again: at-least-once.

@@ -1,9 +1,11 @@
 import type * as Amqp from 'amqplib'
 import * as v from 'valibot'
-import { guardedLookup, SSRF_ERROR_CODE } from '../delivery/ssrf.js'
-import { privateHostError } from './endpoint-guard.js'
-import { loadPeer } from './load-peer.js'
-import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+import { guardedLookup, SSRF_ERROR_CODE } from '../net/ssrf.js'
+import { privateHostError } from '../net/endpoint-guard.js'
+import { loadPeer } from '../load-peer.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 /** Where to connect, parsed from `server_url` + `tls` (credentials are kept apart so they never reach a URL). */
 interface BrokerAddress {
@@ -238,7 +240,7 @@ export const amqpBroker: DestinationTypeDefinition = {
     const parsed = parseServerUrl(config.server_url, config.tls === true)
     if (typeof parsed === 'string') throw new Error(`server_url ${parsed}`)
     const address: BrokerAddress = parsed
-    const amqp = await loadPeer<typeof Amqp>('amqplib')
+    const amqp = await loadPeer<typeof Amqp>('amqplib', 'amqp_broker destinations')
     const exchange = config.exchange ?? ''
     // An IP literal skips DNS, so the connect-time guard would never see it.
     const refused = privateHostError(address.hostname, context)

@@ -1,8 +1,9 @@
 import http from 'node:http'
 import https from 'node:https'
 import * as v from 'valibot'
-import { guardedLookup } from '../delivery/ssrf.js'
-import type { FieldSpec, PublisherContext } from './types.js'
+import { guardedLookup } from '../net/ssrf.js'
+import type { FieldSpec } from '../model/destination-type.js'
+import type { PublisherContext } from './types.js'
 
 // What the AWS-backed types (cloudx_s3, cloudx_kinesis, cloudx_sqs) share: credentials, endpoints,
 // the SDK request handler and error codes.

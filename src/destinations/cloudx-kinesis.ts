@@ -2,10 +2,12 @@ import type * as Kinesis from '@aws-sdk/client-kinesis'
 import type * as SmithyHttp from '@smithy/node-http-handler'
 import * as v from 'valibot'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
-import { privateEndpointError } from './endpoint-guard.js'
-import { loadPeer } from './load-peer.js'
+import { privateEndpointError } from '../net/endpoint-guard.js'
+import { loadPeer } from '../load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 /** Kinesis limits a partition key to 256 Unicode characters. */
 const MAX_PARTITION_KEY_CHARS = 256
@@ -126,12 +128,12 @@ export const cloudxKinesis: DestinationTypeDefinition = {
   async createPublisher(destination, context): Promise<Publisher> {
     const config: KinesisConfig = v.parse(ConfigSchema, destination.config)
     const credentials = v.parse(AwsCredentialsSchema, destination.credentials)
-    const sdk = await loadPeer<typeof Kinesis>('@aws-sdk/client-kinesis')
+    const sdk = await loadPeer<typeof Kinesis>('@aws-sdk/client-kinesis', 'cloudx_kinesis destinations')
     const refused = privateEndpointError(config.endpoint, context)
     // The Kinesis client speaks HTTP/2 by default, which AWS serves but emulators and compatible services
     // mostly do not; custom endpoints get the SDK's HTTP/1.1 handler (with the private-network guard).
     const requestHandler = config.endpoint
-      ? new (await loadPeer<typeof SmithyHttp>('@smithy/node-http-handler')).NodeHttpHandler(awsRequestHandler(config.endpoint, context))
+      ? new (await loadPeer<typeof SmithyHttp>('@smithy/node-http-handler', 'cloudx_kinesis destinations')).NodeHttpHandler(awsRequestHandler(config.endpoint, context))
       : { requestTimeout: context.timeoutMs, disableConcurrentStreams: true }
     const client = new sdk.KinesisClient({
       region: config.region,

@@ -1,10 +1,12 @@
 import type * as S3 from '@aws-sdk/client-s3'
 import * as v from 'valibot'
-import { privateEndpointError } from './endpoint-guard.js'
+import { privateEndpointError } from '../net/endpoint-guard.js'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
-import { loadPeer } from './load-peer.js'
+import { loadPeer } from '../load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 /** Storage classes PutObject accepts (the SDK enum also lists transition-only classes such as FSX_*). */
 export const s3StorageClasses = [
@@ -161,7 +163,7 @@ export const cloudxS3: DestinationTypeDefinition = {
   async createPublisher(destination, context): Promise<Publisher> {
     const config: S3Config = v.parse(ConfigSchema, destination.config)
     const credentials = v.parse(AwsCredentialsSchema, destination.credentials)
-    const sdk = await loadPeer<typeof S3>('@aws-sdk/client-s3')
+    const sdk = await loadPeer<typeof S3>('@aws-sdk/client-s3', 'cloudx_s3 destinations')
     const refused = privateEndpointError(config.endpoint, context)
     const client = new sdk.S3Client({
       region: config.region,

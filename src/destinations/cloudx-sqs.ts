@@ -3,9 +3,11 @@ import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsErrorCodes, awsRequestHandler, type AwsCredentials } from './aws.js'
-import { privateHostError } from './endpoint-guard.js'
-import { loadPeer } from './load-peer.js'
-import type { AttemptResult, DeliveryMessage, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+import { privateHostError } from '../net/endpoint-guard.js'
+import { loadPeer } from '../load-peer.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 const queueNamePattern = /^[A-Za-z0-9_-]{1,80}(\.fifo)?$/
 const regionPattern = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/
@@ -263,7 +265,7 @@ export const cloudxSqs: DestinationTypeDefinition = {
   async createPublisher(destination, context): Promise<Publisher> {
     const config = parseStored(ConfigSchema, destination.config, 'config')
     const credentials = parseStored(AwsCredentialsSchema, destination.credentials, 'credentials')
-    const sdk = await loadPeer<typeof Sqs>('@aws-sdk/client-sqs')
+    const sdk = await loadPeer<typeof Sqs>('@aws-sdk/client-sqs', 'cloudx_sqs destinations')
     // Always explicit: the queue URL's own host is where AWS wants the call, and AWS_ENDPOINT_URL* of the host must not redirect it.
     const endpoint = config.endpoint ?? new URL(config.queue_url).origin
     // Both hosts are tenant input. Names are checked at connect time by the request handler's lookup (on the addresses

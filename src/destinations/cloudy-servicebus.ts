@@ -3,9 +3,11 @@ import type * as ServiceBus from '@azure/service-bus'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
-import { hostFailure, privateHostError, resolvePublicHost } from './endpoint-guard.js'
-import { loadPeer } from './load-peer.js'
-import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
+import { loadPeer } from '../load-peer.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 /** Queue and topic names: letters, digits, `. - _ /` (nested paths), 1–260 characters, not starting or ending with a separator. */
 const entityNamePattern = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,258}[A-Za-z0-9_])?$/
@@ -216,7 +218,7 @@ export const cloudyServicebus: DestinationTypeDefinition = {
   async createPublisher(destination, context): Promise<Publisher> {
     const config: ServiceBusConfig = parseStored(ConfigSchema, destination.config, 'config')
     const { connection_string: connectionString } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
-    const sdk = await loadPeer<typeof ServiceBus>('@azure/service-bus')
+    const sdk = await loadPeer<typeof ServiceBus>('@azure/service-bus', 'cloudy_servicebus destinations')
     const namespace = namespaceOf(connectionString)
     // The Endpoint host is tenant input. A literal cannot change, so it is judged once; a name is resolved and
     // checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.

@@ -3,9 +3,11 @@ import type * as PubSubModule from '@google-cloud/pubsub'
 import * as v from 'valibot'
 import { OutflowError, type ErrorData } from '../errors.js'
 import { issuesToData } from '../model/common.js'
-import { hostFailure, privateHostError, resolvePublicHost } from './endpoint-guard.js'
-import { loadPeer } from './load-peer.js'
-import type { AttemptResult, DestinationTypeDefinition, ErrorKind, FieldSpec, Publisher } from './types.js'
+import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
+import { loadPeer } from '../load-peer.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 /** GCP project ids (6–30 characters), optionally domain-scoped (`example.com:my-project`). */
 const projectIdPattern = /^([a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/
@@ -269,7 +271,7 @@ export const cloudzPubsub: DestinationTypeDefinition = {
     const { service_account_json: keyJson } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
     const issues = pubsubDestinationIssues(config, { service_account_json: keyJson })
     if (issues) throw new OutflowError('validation', 'invalid cloudz_pubsub credentials', { data: issues })
-    const sdk = await loadPeer<typeof PubSubModule>('@google-cloud/pubsub')
+    const sdk = await loadPeer<typeof PubSubModule>('@google-cloud/pubsub', 'cloudz_pubsub destinations')
     const { options, privateKey } = clientOptions(config, keyJson, context.userAgent)
     // The endpoint host is tenant input (without one the SDK calls Google). A literal cannot change, so it is judged once;
     // a name is resolved and checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.

@@ -6,7 +6,8 @@ import { cloudxSqs } from './cloudx-sqs.js'
 import { cloudyServicebus } from './cloudy-servicebus.js'
 import { cloudzPubsub } from './cloudz-pubsub.js'
 import { relay } from './relay.js'
-import type { DestinationTypeDefinition, DestinationTypeName, DestinationTypeSchema } from './types.js'
+import type { DestinationTypeDefinition } from './types.js'
+import type { DestinationTypeName, DestinationTypeSchema } from '../model/destination-type.js'
 import { webhook } from './webhook.js'
 
 /** Every destination type, in the spec's order. Adding a type is adding a file and a line here. */

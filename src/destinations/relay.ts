@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto'
 import * as v from 'valibot'
-import { attemptResultFromError, httpAttemptResult, sendHttp } from '../delivery/http-client.js'
-import type { DeliveryMessage, DestinationTypeDefinition, FieldSpec, Publisher } from './types.js'
+import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
+import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 /** An http(s) URL. */
 function isHttpUrl(value: unknown): boolean {

@@ -1,46 +1,6 @@
 import type * as v from 'valibot'
-
-/** The eight destination types of the spec, exactly as spelled there. */
-export const destinationTypes = [
-  'webhook',
-  'cloudx_sqs',
-  'amqp_broker',
-  'relay',
-  'cloudx_kinesis',
-  'cloudy_servicebus',
-  'cloudx_s3',
-  'cloudz_pubsub',
-] as const
-export type DestinationTypeName = (typeof destinationTypes)[number]
-
-/** The `{type}` path parameter of the destination-types routes accepts only these six (SPEC quirk). */
-export const schemaPathTypes = ['webhook', 'cloudx_sqs', 'amqp_broker', 'relay', 'cloudx_kinesis', 'cloudx_s3'] as const
-
-/** One element of `config_fields` / `credential_fields`. */
-export interface FieldSpec {
-  key: string
-  type: 'text' | 'checkbox' | 'number' | 'key_value_map'
-  label: string
-  description: string
-  required: boolean
-  sensitive: boolean
-  default?: string | number | boolean
-  pattern?: string
-  minlength?: number
-  maxlength?: number
-}
-
-/** The public schema of a destination type (GET /destination-types). */
-export interface DestinationTypeSchema {
-  type: DestinationTypeName
-  label: string
-  description: string
-  icon: string
-  instructions: string
-  remote_setup_url?: string
-  config_fields: FieldSpec[]
-  credential_fields: FieldSpec[]
-}
+import type { AttemptResult } from '../model/attempt-result.js'
+import type { DestinationTypeName, DestinationTypeSchema } from '../model/destination-type.js'
 
 /** What a publisher is asked to deliver: one event to one destination. */
 export interface DeliveryMessage {
@@ -55,33 +15,6 @@ export interface DeliveryMessage {
   metadata: Record<string, string>
   /** 1 for the first attempt. */
   attempt: number
-}
-
-/** Why an attempt failed, recorded on the attempt so the log says why. */
-export type ErrorKind =
-  | 'authentication'
-  | 'not_found'
-  | 'throttled'
-  | 'network'
-  | 'timeout'
-  | 'rejected'
-  | 'ssrf'
-  | 'configuration'
-  | 'unknown'
-
-/** The outcome of one attempt. */
-export interface AttemptResult {
-  ok: boolean
-  response_status_code?: number | null
-  response_body?: string | null
-  response_headers?: Record<string, string> | null
-  error_kind?: ErrorKind | null
-  /** Human-readable reason for a failure (never contains secrets). */
-  error?: string | null
-  /** The receiver asked us to wait this long before the next attempt (Retry-After). */
-  retry_after_ms?: number
-  /** The receiver asked never to be called again (410 Gone): disable the destination. */
-  disable?: boolean
 }
 
 /** A stored destination as a publisher sees it: decrypted credentials, validated config. */

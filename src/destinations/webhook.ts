@@ -1,7 +1,9 @@
 import * as v from 'valibot'
-import { attemptResultFromError, httpAttemptResult, sendHttp } from '../delivery/http-client.js'
-import { generateWebhookSecret, webhookSignatureHeader } from '../delivery/signing.js'
-import type { AttemptResult, CredentialsInput, DeliveryMessage, DestinationTypeDefinition, FieldSpec, Publisher } from './types.js'
+import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
+import { generateWebhookSecret, webhookSignatureHeader } from '../net/signing.js'
+import type { AttemptResult } from '../model/attempt-result.js'
+import type { CredentialsInput, DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import type { FieldSpec } from '../model/destination-type.js'
 
 /** How long a rotated-out secret keeps signing when no `previous_secret_invalid_at` is given. */
 const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000

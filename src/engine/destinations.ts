@@ -1,6 +1,7 @@
 import * as v from 'valibot'
 import { destinationRegistry, destinationType, typeSchema } from '../destinations/registry.js'
-import type { DestinationTypeDefinition, DestinationTypeSchema } from '../destinations/types.js'
+import type { DestinationTypeDefinition } from '../destinations/types.js'
+import type { DestinationTypeSchema } from '../model/destination-type.js'
 import { validateFilter } from '../delivery/filter.js'
 import { matchesTopic, topicAllowed } from '../delivery/topics.js'
 import { OutflowError, notFound, type ErrorData } from '../errors.js'
@@ -15,7 +16,7 @@ import {
 } from '../model/destination.js'
 import type { DestinationRecord } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
-import { maskCredentials, sealCredentials, unsealCredentials } from './credentials.js'
+import { sealCredentials, unsealCredentials } from '../credentials.js'
 import { mergePatch } from './merge-patch.js'
 import { requireTenant } from './tenants.js'
 
@@ -203,4 +204,15 @@ export function listDestinationTypes(): DestinationTypeSchema[] {
 
 export function getDestinationType(type: string): DestinationTypeSchema {
   return typeSchema(destinationType(type))
+}
+
+/** Mask sensitive credential values for responses: first 4 characters then `****`. */
+export function maskCredentials(def: DestinationTypeDefinition, credentials: Record<string, unknown>): Record<string, unknown> {
+  const sensitive = new Set(def.credential_fields.filter((f) => f.sensitive).map((f) => f.key))
+  for (const key of def.revealedCredentials ?? []) sensitive.delete(key)
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(credentials)) {
+    out[key] = sensitive.has(key) && typeof value === 'string' ? `${value.slice(0, 4)}****` : value
+  }
+  return out
 }

@@ -1,23 +1,13 @@
-import { matchesFilter } from '../delivery/filter.js'
-import { isTopicPattern, matchesTopic } from '../delivery/topics.js'
+import type { EventWriter } from '../delivery/event-writer.js'
+import { isTopicPattern } from '../delivery/topics.js'
 import { OutflowError, type ErrorData } from '../errors.js'
 import { newId } from '../ids.js'
 import { parseInput } from '../model/common.js'
 import { PublishSchema, type PublishResult } from '../model/event.js'
-import type { DestinationRecord, EventRecord } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
-import type { EventWriter } from './event-writer.js'
 
 /** Most events one publishMany call takes (one transaction). */
 export const maxPublishBatch = 1000
-
-/** The destinations of `event` among a tenant's enabled destinations: topics, filter and `destination_id`. */
-export function matchDestinations(event: EventRecord, candidates: DestinationRecord[], only?: string): DestinationRecord[] {
-  const subject = { id: event.id, topic: event.topic, time: event.time.toISOString(), metadata: event.metadata, data: event.data }
-  return candidates.filter(
-    (d) => (only === undefined || d.id === only) && matchesTopic(d.topics, event.topic) && (!d.filter || matchesFilter(d.filter, subject)),
-  )
-}
 
 function checkTopic(ctx: EngineContext, topic: string, path: string, data: ErrorData) {
   if (isTopicPattern(topic)) data[path] = 'must be a concrete topic, not a pattern'

@@ -2,15 +2,14 @@ import { type ConversionConfig, type JsonSchema, toJsonSchema, toJsonSchemaDefs 
 import type * as v from 'valibot'
 import { DateTimeSchema, RepeatedStringSchema } from '../model/common.js'
 import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } from '../model/destination.js'
+import { DestinationTypeInfoSchema, FieldSpecSchema } from '../model/destination-type.js'
 import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
 import { PaginationSchema } from '../model/pagination.js'
 import { TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import type { RouteSpec } from './routes.js'
 import {
-  DestinationTypeInfoSchema,
   ErrorBodySchema,
   EventPageSchema,
-  FieldSpecSchema,
   PortalRedirectSchema,
   SuccessSchema,
   TenantPageSchema,

@@ -12,9 +12,9 @@ import {
   PublishSchema,
 } from '../model/event.js'
 import { ListTenantsQuerySchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
+import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
 import type { QueryRecord } from './query.js'
 import {
-  DestinationTypeInfoSchema,
   EventPageSchema,
   HealthSchema,
   NoQuerySchema,
@@ -22,7 +22,6 @@ import {
   PathIdSchema,
   PortalQuerySchema,
   PortalRedirectSchema,
-  SchemaPathTypeSchema,
   SuccessSchema,
   TenantPageSchema,
   TenantTokenSchema,

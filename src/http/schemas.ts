@@ -1,5 +1,4 @@
 import * as v from 'valibot'
-import { schemaPathTypes } from '../destinations/types.js'
 import { IdSchema, JsonObjectSchema } from '../model/common.js'
 import { EventSchema } from '../model/event.js'
 import { PaginationSchema } from '../model/pagination.js'
@@ -10,9 +9,6 @@ import { TenantSchema } from '../model/tenant.js'
 
 /** `{tenant_id}`, `{destination_id}`, `{event_id}`: the engine's id rules. */
 export const PathIdSchema = IdSchema
-
-/** `{type}` of the destination-types routes: exactly the spec's six values. */
-export const SchemaPathTypeSchema = v.picklist(schemaPathTypes, `must be one of ${schemaPathTypes.join(', ')}`)
 
 /** Query of routes that take none: any parameter is a 400. */
 export const NoQuerySchema = v.strictObject({}, 'unknown query parameter')
@@ -26,31 +22,6 @@ export const SuccessSchema = v.object({ success: v.boolean() })
 export const PortalRedirectSchema = v.object({ redirect_url: v.pipe(v.string(), v.url()), tenant_id: v.string() })
 export const TenantTokenSchema = v.object({ token: v.string(), tenant_id: v.string() })
 export const HealthSchema = v.object({ status: v.literal('ok') })
-
-/** One element of `config_fields` / `credential_fields` (DESIGN §4). */
-export const FieldSpecSchema = v.object({
-  key: v.string(),
-  type: v.picklist(['text', 'checkbox', 'number', 'key_value_map']),
-  label: v.string(),
-  description: v.string(),
-  required: v.boolean(),
-  sensitive: v.boolean(),
-  default: v.optional(v.union([v.string(), v.number(), v.boolean()])),
-  pattern: v.optional(v.string()),
-  minlength: v.optional(v.number()),
-  maxlength: v.optional(v.number()),
-})
-
-export const DestinationTypeInfoSchema = v.object({
-  type: v.string(),
-  label: v.string(),
-  description: v.string(),
-  icon: v.string(),
-  instructions: v.string(),
-  remote_setup_url: v.optional(v.pipe(v.string(), v.url())),
-  config_fields: v.array(FieldSpecSchema),
-  credential_fields: v.array(FieldSpecSchema),
-})
 
 /** Every error body: `{ status, message, data? }`, `data` mapping a field or parameter to what is wrong. */
 export const ErrorBodySchema = v.object({

@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { destinationTypes } from '../destinations/types.js'
+import { DestinationTypeNameSchema } from './destination-type.js'
 import { IdSchema, JsonObjectSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
@@ -17,13 +17,12 @@ export const TopicsSchema = v.pipe(
   v.check((t) => !(t.includes('*') && t.length > 1), '"*" cannot be combined with other topics'),
 )
 
-export const DestinationTypeSchemaEnum = v.picklist(destinationTypes, `must be one of ${destinationTypes.join(', ')}`)
 
 /** Create body. Config/credentials are checked against the type's own schemas afterwards. */
 export const CreateDestinationSchema = objectBody(v.strictObject(
   {
     id: v.optional(IdSchema),
-    type: DestinationTypeSchemaEnum,
+    type: DestinationTypeNameSchema,
     topics: TopicsSchema,
     config: v.optional(v.unknown()),
     credentials: v.optional(v.unknown()),
@@ -52,7 +51,7 @@ export type UpdateDestinationInput = v.InferInput<typeof UpdateDestinationSchema
 /** Destination as returned by the API. */
 export const DestinationSchema = v.object({
   id: v.string(),
-  type: DestinationTypeSchemaEnum,
+  type: DestinationTypeNameSchema,
   topics: v.array(v.string()),
   disabled_at: v.nullable(v.string()),
   created_at: v.string(),
@@ -70,7 +69,7 @@ export type Destination = v.InferOutput<typeof DestinationSchema>
 /** Query of `GET /tenants/{t}/destinations`: `type` and `topics`, each repeatable. */
 export const ListDestinationsQuerySchema = v.strictObject(
   {
-    type: v.optional(v.pipe(RepeatedStringSchema, v.array(DestinationTypeSchemaEnum))),
+    type: v.optional(v.pipe(RepeatedStringSchema, v.array(DestinationTypeNameSchema))),
     topics: v.optional(RepeatedStringSchema),
   },
   'unknown query parameter',

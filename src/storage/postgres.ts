@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/postgres-js'
 import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import type PostgresJs from 'postgres'
-import { loadPeer } from '../destinations/load-peer.js'
+import { loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
@@ -30,7 +30,7 @@ const workChannel = 'outflow_work'
  */
 export function postgres(options: PostgresOptions): () => Promise<Storage> {
   return async () => {
-    const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres')
+    const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres', 'Postgres storage')
     const client = connect(options.url, { max: options.max ?? 10, onnotice: () => {} })
     const db = drizzle({ client, schema }) as unknown as Db
     const ctx: SqlContext = {

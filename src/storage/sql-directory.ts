@@ -1,5 +1,5 @@
 import { and, asc, count, eq, gte, inArray, isNull, lte, type SQL } from 'drizzle-orm'
-import type { DestinationTypeName } from '../destinations/types.js'
+import type { DestinationTypeName } from '../model/destination-type.js'
 import type { JsonObject } from '../model/common.js'
 import { keysetPlan, type SqlContext } from './sql-context.js'
 import type { DestinationRecord, TenantListRequest, TenantRecord, TenantSummary } from './storage.js'

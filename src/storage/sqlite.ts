@@ -1,7 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
-import { loadPeer } from '../destinations/load-peer.js'
+import { loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/sqlite.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
@@ -26,7 +26,7 @@ export interface SqliteOptions {
  */
 export function sqlite(options: SqliteOptions): () => Promise<Storage> {
   return async () => {
-    const { default: Database } = await loadPeer<{ default: typeof BetterSqlite3 }>('better-sqlite3')
+    const { default: Database } = await loadPeer<{ default: typeof BetterSqlite3 }>('better-sqlite3', 'SQLite storage')
     const client = new Database(options.path)
     if (options.path !== ':memory:') client.pragma('journal_mode = WAL')
     // Checkpoint every ~40 MiB of WAL rather than 4: the queue rewrites the same pages, so fewer, larger

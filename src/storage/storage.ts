@@ -1,4 +1,5 @@
-import type { DestinationTypeName, ErrorKind } from '../destinations/types.js'
+import type { DestinationTypeName } from '../model/destination-type.js'
+import type { ErrorKind } from '../model/attempt-result.js'
 import type { JsonObject } from '../model/common.js'
 import type { KeysetRequest } from '../model/pagination.js'
 

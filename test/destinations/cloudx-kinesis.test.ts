@@ -7,7 +7,8 @@ import { CreateStreamCommand, DescribeStreamCommand, GetRecordsCommand, GetShard
 import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudxKinesis } from '../../src/destinations/cloudx-kinesis.js'
-import type { AttemptResult, DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import type { AttemptResult } from '../../src/model/attempt-result.js'
+import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 
 /** kinesalite ships no type declarations: it exports a factory of a node:http server. */
 const kinesalite = createRequire(import.meta.url)('kinesalite') as (options: Record<string, unknown>) => http.Server

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { destinationTypes, type DestinationTypeName } from '../../src/destinations/types.js'
+import { destinationTypes, type DestinationTypeName } from '../../src/model/destination-type.js'
 import type { Outflow } from '../../src/engine.js'
 import type { Destination } from '../../src/model/destination.js'
 import { engineKinds } from '../support/engines.js'

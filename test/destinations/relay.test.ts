@@ -5,7 +5,8 @@ import { Webhook } from 'standardwebhooks'
 import * as v from 'valibot'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { relay } from '../../src/destinations/relay.js'
-import type { AttemptResult, DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import type { AttemptResult } from '../../src/model/attempt-result.js'
+import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 
 interface Received {
   path: string

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Outflow } from '../../src/engine.js'
-import { destinationTypes } from '../../src/destinations/types.js'
+import { destinationTypes } from '../../src/model/destination-type.js'
 import { engineKinds, rejection, snapshot } from '../support/engines.js'
 
 const aws = { key: 'AKIAEXAMPLEKEY', secret: 'aws-secret-value' }
@@ -211,7 +211,7 @@ for (const kind of engineKinds()) {
         const u = await outflow.updateDestination(T, d.id, { credentials: d.credentials })
         expect(u.credentials.secret).toBe('aws-****')
         const stored = await outflow.storage.getDestination(T, d.id)
-        const { unsealCredentials, encryptionKeyBytes } = await import('../../src/engine/credentials.js')
+        const { unsealCredentials, encryptionKeyBytes } = await import('../../src/credentials.js')
         expect(unsealCredentials(stored!.credentials, encryptionKeyBytes('a-long-encryption-key-for-tests')).secret).toBe('aws-secret-value')
       })
     })

@@ -1,7 +1,8 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { expect, vi } from 'vitest'
-import { createOutflow, type Outflow } from '../../src/engine.js'
+import { createOutflow } from '../../src/create-outflow.js'
+import { type Outflow } from '../../src/engine.js'
 import type { Mount, MountedApi } from './mounts.js'
 import type { StorageCase } from './storages.js'
 

@@ -1,4 +1,5 @@
-import { createOutflow, type Outflow } from '../../src/engine.js'
+import { createOutflow } from '../../src/create-outflow.js'
+import { type Outflow } from '../../src/engine.js'
 import type { OutflowOptions } from '../../src/options.js'
 import { storageKinds } from './storages.js'
 

@@ -1,6 +1,11 @@
 import type { LookupAddress } from 'node:dns'
-import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from '../delivery/ssrf.js'
-import type { AttemptResult, PublisherContext } from './types.js'
+import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
+import type { AttemptResult } from '../model/attempt-result.js'
+
+/** Whether tenant-supplied hosts may be private addresses (the engine's `allowPrivateNetworks`). */
+export interface NetworkPolicy {
+  allowPrivateNetworks: boolean
+}
 
 /**
  * Why a tenant-supplied host is refused before any DNS: an IP literal in a private range.
@@ -11,7 +16,7 @@ import type { AttemptResult, PublisherContext } from './types.js'
  * privateHostError('169.254.169.254', context) // 'refusing to connect to a private network address (169.254.169.254); …'
  * privateHostError('sqs.us-east-1.amazonaws.com', context) // undefined: a name is checked after DNS
  */
-export function privateHostError(hostname: string, context: PublisherContext): string | undefined {
+export function privateHostError(hostname: string, context: NetworkPolicy): string | undefined {
   if (context.allowPrivateNetworks) return undefined
   const literal = ipLiteral(hostname)
   return literal !== null && isPrivateAddress(literal) ? ssrfError(literal, literal).message : undefined
@@ -23,7 +28,7 @@ export function privateHostError(hostname: string, context: PublisherContext): s
  * @example
  * privateEndpointError('http://127.0.0.1:4566', context) // refused unless private networks are allowed
  */
-export function privateEndpointError(endpoint: string | undefined, context: PublisherContext): string | undefined {
+export function privateEndpointError(endpoint: string | undefined, context: NetworkPolicy): string | undefined {
   return endpoint === undefined ? undefined : privateHostError(new URL(endpoint).hostname, context)
 }
 
@@ -36,7 +41,7 @@ export function privateEndpointError(endpoint: string | undefined, context: Publ
  * @example
  * const addresses = await resolvePublicHost('acme.servicebus.windows.net', context)
  */
-export function resolvePublicHost(hostname: string, context: PublisherContext, family: 0 | 4 = 0): Promise<LookupAddress[] | undefined> {
+export function resolvePublicHost(hostname: string, context: NetworkPolicy, family: 0 | 4 = 0): Promise<LookupAddress[] | undefined> {
   if (context.allowPrivateNetworks || ipLiteral(hostname) !== null) return Promise.resolve(undefined)
   return new Promise((resolve, reject) => {
     guardedLookup(hostname, { all: true, family }, (err, addresses) => (err ? reject(err) : resolve(addresses as LookupAddress[])))

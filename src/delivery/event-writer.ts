@@ -1,10 +1,10 @@
-import type { DeliveryWorker } from '../delivery/worker.js'
+import type { DeliveryWorker } from './worker.js'
 import { notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { PublishResult } from '../model/event.js'
 import type { ClaimedDelivery, DestinationRecord, EventRecord, NewEventWithDeliveries } from '../storage/storage.js'
-import type { EngineContext } from './context.js'
-import { matchDestinations } from './publish.js'
+import type { Storage } from '../storage/storage.js'
+import { matchDestinations } from './match.js'
 
 /** A validated event to record; `destination_id` narrows delivery to one destination. */
 export interface EventToWrite {
@@ -27,13 +27,15 @@ const maxEventsPerCommit = 1000
  * Every call still resolves only after the commit that holds its events.
  */
 export class EventWriter {
-  readonly #ctx: EngineContext
+  readonly #storage: Storage
+  readonly #now: () => Date
   readonly #worker: DeliveryWorker
   #queue: Pending[] = []
   #running?: Promise<void>
 
-  constructor(ctx: EngineContext, worker: DeliveryWorker) {
-    this.#ctx = ctx
+  constructor(storage: Storage, worker: DeliveryWorker, now: () => Date = () => new Date()) {
+    this.#storage = storage
+    this.#now = now
     this.#worker = worker
   }
 
@@ -66,7 +68,7 @@ export class EventWriter {
   async #commit(batch: Pending[]): Promise<void> {
     try {
       const tenantIds = [...new Set(batch.flatMap((p) => p.events.map((e) => e.event.tenant_id)))]
-      const targets = await this.#ctx.storage.publishTargets(tenantIds)
+      const targets = await this.#storage.publishTargets(tenantIds)
       // A call naming an unknown tenant or destination fails alone; the rest of the batch goes on.
       const accepted: { pending: Pending; items: NewEventWithDeliveries[] }[] = []
       for (const pending of batch) {
@@ -78,12 +80,12 @@ export class EventWriter {
       }
       const items = accepted.flatMap((a) => a.items)
       const count = items.reduce((n, i) => n + i.deliveries.length, 0)
-      const now = this.#ctx.now()
+      const now = this.#now()
       const lease = this.#worker.fastPathLease(count, now)
       if (lease) for (const item of items) for (const d of item.deliveries) Object.assign(d, lease)
       let results
       try {
-        results = await this.#ctx.storage.insertEvents(items)
+        results = await this.#storage.insertEvents(items)
       } catch (err) {
         for (const a of accepted) a.pending.reject(err)
         return

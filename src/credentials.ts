@@ -1,5 +1,4 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
-import type { DestinationTypeDefinition } from '../destinations/types.js'
 
 const prefix = 'enc:v1:'
 
@@ -27,15 +26,4 @@ export function unsealCredentials(stored: string, key: Buffer | undefined): Reco
   decipher.setAuthTag(Buffer.from(tag!, 'base64url'))
   const json = Buffer.concat([decipher.update(Buffer.from(data!, 'base64url')), decipher.final()]).toString('utf8')
   return JSON.parse(json) as Record<string, unknown>
-}
-
-/** Mask sensitive credential values for responses: first 4 characters then `****`. */
-export function maskCredentials(def: DestinationTypeDefinition, credentials: Record<string, unknown>): Record<string, unknown> {
-  const sensitive = new Set(def.credential_fields.filter((f) => f.sensitive).map((f) => f.key))
-  for (const key of def.revealedCredentials ?? []) sensitive.delete(key)
-  const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(credentials)) {
-    out[key] = sensitive.has(key) && typeof value === 'string' ? `${value.slice(0, 4)}****` : value
-  }
-  return out
 }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
 import { Pool } from 'undici'
-import type { AttemptResult, ErrorKind } from '../destinations/types.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
 
 /** Response bodies are recorded up to this many bytes (DESIGN §3: 16 KiB). */

@@ -1,0 +1,34 @@
+import type { Logger } from '../logger.js'
+import type { Storage } from '../storage/storage.js'
+import type { DeliveryReporter } from './events.js'
+import type { RetryOptions } from './retry-schedule.js'
+
+/** The engine settings delivery reads (a subset of the resolved engine options). */
+export interface DeliverySettings {
+  delivery: {
+    concurrency: number
+    perDestinationConcurrency: number
+    timeoutMs: number
+    leaseMs: number
+    pollIntervalMs: number
+    batchSize: number
+    drainTimeoutMs: number
+    retry: RetryOptions
+  }
+  alerts: { consecutiveFailures: number; callbackUrl?: string | undefined }
+  allowPrivateNetworks: boolean
+  relayUrl?: string | undefined
+  /** Sent as the bearer of alert callbacks. */
+  apiKey?: string | undefined
+  logger: Logger
+}
+
+/** What the delivery worker is given by the engine: storage, settings, the key to unseal credentials, and where to report. */
+export interface DeliveryContext {
+  storage: Storage
+  options: DeliverySettings
+  /** AES key of credentials at rest, when the engine has an `encryptionKey`. */
+  encryptionKey: Buffer | undefined
+  reporter: DeliveryReporter
+  now(): Date
+}
