@@ -1,5 +1,5 @@
 import { mounts } from './mounts.js'
-import { sqliteStorage } from './storages.js'
+import { storageKind } from '../support/storages.js'
 import { describeHttp } from './suite.js'
 
-for (const mount of mounts) describeHttp(mount, sqliteStorage)
+for (const mount of mounts) describeHttp(mount, storageKind('sqlite :memory:'))

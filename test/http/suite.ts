@@ -6,7 +6,7 @@ import { describeEvents } from './events-suite.js'
 import { describeMatrix } from './matrix-suite.js'
 import type { Mount } from './mounts.js'
 import { describeOpenApi } from './openapi-suite.js'
-import type { StorageCase } from './storages.js'
+import type { StorageKind } from '../support/storages.js'
 import { type SuiteContext, startSuite } from './support.js'
 import { describeTenants } from './tenants-suite.js'
 
@@ -15,9 +15,9 @@ import { describeTenants } from './tenants-suite.js'
  * on one storage. One engine serves the whole suite; the matrix, which mutates the most, runs last.
  *
  * @example
- * describeHttp(expressMount, sqliteStorage)
+ * describeHttp(expressMount, storageKind('sqlite :memory:'))
  */
-export function describeHttp(mount: Mount, storage: StorageCase): void {
+export function describeHttp(mount: Mount, storage: StorageKind): void {
   describe.runIf(storage.available)(`HTTP API via ${mount.name} on ${storage.name}`, () => {
     const ctx = {} as SuiteContext
     let stop: (() => Promise<void>) | undefined

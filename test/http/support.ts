@@ -4,7 +4,7 @@ import { expect, vi } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { type Outflow } from '../../src/engine.js'
 import type { Mount, MountedApi } from './mounts.js'
-import type { StorageCase } from './storages.js'
+import type { StorageKind } from '../support/storages.js'
 
 export const adminKey = 'test-admin-key-0123456789'
 export const jwtSecret = 'test-jwt-secret-0123456789'
@@ -118,10 +118,11 @@ async function seed(ctx: Omit<SuiteContext, 'tokens' | 'destinations' | 'events'
  * its teardown.
  *
  * @example
- * const { ctx, stop } = await startSuite(expressMount, sqliteStorage)
+ * const { ctx, stop } = await startSuite(expressMount, storageKind('sqlite :memory:'))
  */
-export async function startSuite(mount: Mount, storageCase: StorageCase): Promise<{ ctx: SuiteContext; stop: () => Promise<void> }> {
-  const { storage, drop } = await storageCase.create()
+export async function startSuite(mount: Mount, kind: StorageKind): Promise<{ ctx: SuiteContext; stop: () => Promise<void> }> {
+  const storage = await kind.open()
+  const drop = () => kind.cleanup()
   const receiver = await startReceiver()
   const outflow = await createOutflow({ storage, apiKey: adminKey, jwtSecret, allowPrivateNetworks: true, portal: { url: portalUrl } })
   let mounted: MountedApi | undefined

@@ -14,7 +14,7 @@ export interface StorageKind {
   cleanup(): Promise<void>
 }
 
-/** SQLite in memory, SQLite on a file, and Postgres (a fresh database per suite). */
+/** SQLite in memory, SQLite on a file, and Postgres (a fresh database per `open()`). Each call gives new kinds with their own cleanup. */
 export function storageKinds(): StorageKind[] {
   const dirs: string[] = []
   const dbs: { drop(): Promise<void> }[] = []
@@ -56,4 +56,9 @@ export function storageKinds(): StorageKind[] {
       },
     },
   ]
+}
+
+/** One storage kind by name, with its own cleanup (e.g. one per HTTP mount). */
+export function storageKind(name: 'sqlite :memory:' | 'sqlite file' | 'postgres'): StorageKind {
+  return storageKinds().find((k) => k.name === name)!
 }

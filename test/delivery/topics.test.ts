@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isTopicPattern, matchesTopic, topicAllowed } from '../src/delivery/topics.js'
+import { isTopicPattern, matchesTopic, topicAllowed } from '../../src/delivery/topics.js'
 
 describe('matchesTopic', () => {
   const cases: [patterns: string[], topic: string, expected: boolean][] = [

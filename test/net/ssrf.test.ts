@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE } from '../src/net/ssrf.js'
+import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE } from '../../src/net/ssrf.js'
 
 describe('isPrivateAddress', () => {
   const privateAddresses = [

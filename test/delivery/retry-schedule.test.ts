@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { defaultRetrySchedule, nextAttemptDelay, RetryOptionsSchema } from '../src/delivery/retry-schedule.js'
+import { defaultRetrySchedule, nextAttemptDelay, RetryOptionsSchema } from '../../src/delivery/retry-schedule.js'
 
 const SECOND = 1000
 const MINUTE = 60 * SECOND

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AttemptWrite, DestinationRecord, EventRecord, Storage } from '../src/storage/storage.js'
-import { storageKinds } from './support/storages.js'
-import { postgres } from '../src/storage/postgres.js'
-import { createTestDatabase } from './support/services.js'
+import type { AttemptWrite, DestinationRecord, EventRecord, Storage } from '../../src/storage/storage.js'
+import { storageKinds } from '../support/storages.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { createTestDatabase } from '../support/services.js'
 
 const t0 = new Date('2026-01-01T00:00:00.000Z')
 const at = (ms: number) => new Date(t0.getTime() + ms)

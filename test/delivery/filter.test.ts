@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { matchesFilter, validateFilter, type FilterSubject } from '../src/delivery/filter.js'
+import { matchesFilter, validateFilter, type FilterSubject } from '../../src/delivery/filter.js'
 
 const event: FilterSubject = {
   id: 'evt_1',

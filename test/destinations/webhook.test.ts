@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
 import * as v from 'valibot'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { closeHttpClients, httpAttemptResult, parseRetryAfter, RESPONSE_BODY_LIMIT } from '../src/net/http-client.js'
-import { generateWebhookSecret, signWebhook } from '../src/net/signing.js'
-import type { DeliveryMessage, Publisher, PublisherContext } from '../src/destinations/types.js'
-import { webhook } from '../src/destinations/webhook.js'
-import { installNetworkSentinel } from './support/network-sentinel.js'
+import { closeHttpClients, httpAttemptResult, parseRetryAfter, RESPONSE_BODY_LIMIT } from '../../src/net/http-client.js'
+import { generateWebhookSecret, signWebhook } from '../../src/net/signing.js'
+import type { DeliveryMessage, Publisher, PublisherContext } from '../../src/destinations/types.js'
+import { webhook } from '../../src/destinations/webhook.js'
+import { installNetworkSentinel } from '../support/network-sentinel.js'
 
 // Sentinel: every socket connect in this file is recorded; one to a non-loopback host throws and fails the test,
 // so a broken SSRF guard can never put traffic on the network.

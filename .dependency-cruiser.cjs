@@ -1,0 +1,36 @@
+// The layers of DESIGN §1 as import rules, checked by test/architecture.test.ts (so `npm test` fails on a breach):
+//   adapters -> http -> engine -> (delivery -> destinations -> net, storage) -> model -> leaf modules
+// The one way down from the top: src/create-outflow.ts hands src/http's handler to the engine.
+const top = '^src/(index|create-outflow)[.]ts$'
+const engine = '^src/(engine/|engine[.]ts$|options[.]ts$)'
+const leaf = '^src/(errors|ids|credentials|load-peer|logger|tokens)[.]ts$'
+
+const below = (name, from, forbidden) => ({
+  name,
+  severity: 'error',
+  comment: `${name}: an import that runs up a layer`,
+  from: { path: from },
+  to: { path: forbidden },
+})
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'an import circle', from: {}, to: { circular: true } },
+    below('src-not-adapters', '^src/', '^adapters/'),
+    below('http-below-top', '^src/http/', top),
+    below('engine-below-http', engine, `^src/http/|${top}`),
+    below('delivery-below-engine', '^src/delivery/', `^src/http/|${engine}|${top}`),
+    below('destinations-below-delivery', '^src/destinations/', `^src/(http|delivery|storage)/|${engine}|${top}`),
+    below('storage-below-delivery', '^src/storage/', `^src/(http|delivery|destinations|net)/|${engine}|${top}`),
+    below('net-below-destinations', '^src/net/', `^src/(http|delivery|destinations|storage)/|${engine}|${top}`),
+    below('model-at-the-bottom', '^src/model/', `^src/(http|delivery|destinations|storage|net)/|${engine}|${top}`),
+    below('leaf-modules-import-no-layer', leaf, `^src/[^/]+/|${engine}|${top}`),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensionAlias: { '.js': ['.ts', '.js'] } },
+  },
+}
