@@ -127,9 +127,15 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   getTenantToken(tenantId: string): Promise<{ token: string; tenant_id: string }> {
     return tenants.getTenantToken(this.#ctx, tenantId)
   }
-  /** The secret tenant tokens are signed with (for the HTTP layer's verification). */
-  get jwtSecret(): string {
-    return this.#ctx.jwtSecret
+  /**
+   * The tenant id a tenant token grants, or null: a bad signature, no `exp`, a lifetime over 24 h,
+   * expired, or its tenant deleted since it was issued (re-creating the id does not revive it).
+   *
+   * @example
+   * const tenantId = await outflow.verifyTenantToken(token) // 'acme' or null
+   */
+  verifyTenantToken(token: string): Promise<string | null> {
+    return tenants.verifyTenantToken(this.#ctx, token)
   }
 
   // --- destinations ---
