@@ -1,5 +1,6 @@
 export { createOutflow } from './create-outflow.js'
 export { Outflow, type HttpHandlerFactory } from './engine.js'
+export type { ReencryptResult } from './engine/reencrypt.js'
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 export type { OutflowOptions, Logger } from './options.js'
 export { OutflowError, errorStatus, type OutflowErrorCode, type ErrorData } from './errors.js'
