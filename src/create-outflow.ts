@@ -13,8 +13,9 @@ import { resolveOptions, type OutflowOptions } from './options.js'
 export async function createOutflow(options: OutflowOptions): Promise<Outflow> {
   const resolved = resolveOptions(options)
   const storage = typeof options.storage === 'function' ? await options.storage() : options.storage
-  const outflow = new Outflow(storage, resolved, createHttpHandler)
+  let outflow: Outflow
   try {
+    outflow = new Outflow(storage, resolved, createHttpHandler)
     if (resolved.migrate) await outflow.migrate()
   } catch (err) {
     await storage.close().catch(() => {})

@@ -16,6 +16,8 @@ const OptionsSchema = v.object({
   topics: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   portal: v.optional(v.object({ url: v.pipe(v.string(), v.url('portal.url must be a URL')) })),
   encryptionKey: v.optional(v.pipe(v.string(), v.minLength(16, 'encryptionKey must be at least 16 characters'))),
+  previousEncryptionKeys: v.optional(v.array(v.pipe(v.string(), v.minLength(16, 'previousEncryptionKeys must be at least 16 characters each'))), []),
+  insecurePlaintextCredentials: v.optional(v.boolean(), false),
   allowPrivateNetworks: v.optional(v.boolean(), false),
   relayUrl: v.optional(v.pipe(v.string(), v.url('relayUrl must be a URL'))),
   maxBodyBytes: v.optional(positiveInt('maxBodyBytes'), 1024 * 1024),
@@ -69,5 +71,10 @@ export function resolveOptions(options: OutflowOptions): ResolvedOptions {
     const data = issuesToData(result.issues)
     throw new OutflowError('validation', `invalid Outflow options: ${Object.entries(data).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { data })
   }
+  const { insecurePlaintextCredentials, encryptionKey, previousEncryptionKeys } = result.output
+  if (insecurePlaintextCredentials && (encryptionKey || previousEncryptionKeys.length))
+    throw new OutflowError('validation', 'invalid Outflow options: insecurePlaintextCredentials cannot be combined with encryption keys', {
+      data: { insecurePlaintextCredentials: 'cannot be combined with encryptionKey or previousEncryptionKeys' },
+    })
   return { ...result.output, logger: logger ?? quietLogger } as ResolvedOptions
 }

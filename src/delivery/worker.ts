@@ -3,13 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { destinationType } from '../destinations/registry.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { Publisher } from '../destinations/types.js'
-import { unsealCredentials } from '../credentials.js'
+import { CredentialsError, unsealCredentials } from '../credentials.js'
 import { newId } from '../ids.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { handleStreaks } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
-import { attemptResultFromError, closeHttpClients } from '../net/http-client.js'
+import { DeliveryError, attemptResultFromError, closeHttpClients } from '../net/http-client.js'
 
 const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
@@ -166,14 +166,24 @@ export class DeliveryWorker {
     const cached = this.#publishers.get(k)
     if (cached && cached.version === version) return cached.publisher
     if (cached) void cached.publisher.then((p) => p.close()).catch(() => undefined)
-    const { options, encryptionKey } = this.#ctx
+    const { options } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
-      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: unsealCredentials(destination.credentials, encryptionKey) },
+      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination) },
       { allowPrivateNetworks: options.allowPrivateNetworks, timeoutMs: options.delivery.timeoutMs, userAgent, relayUrl: options.relayUrl },
     )
     this.#publishers.set(k, { publisher, version })
     publisher.catch(() => this.#publishers.get(k)?.publisher === publisher && this.#publishers.delete(k))
     return publisher
+  }
+
+  /** Unreadable credentials (wrong key, a row copied from another destination) fail the attempt as a configuration error. */
+  #credentials(destination: DestinationRecord): Record<string, unknown> {
+    try {
+      return unsealCredentials(destination.credentials, this.#ctx.credentialKeys, { tenantId: destination.tenant_id, destinationId: destination.id })
+    } catch (err) {
+      if (err instanceof CredentialsError) throw new DeliveryError('configuration', err.message, { cause: err })
+      throw err
+    }
   }
 
   async #attempt(d: ClaimedDelivery): Promise<void> {
