@@ -8,29 +8,13 @@ import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudxKinesis } from '../../src/destinations/cloudx-kinesis.js'
 import type { AttemptResult } from '../../src/model/attempt-result.js'
-import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { closedPort, messageBuilder, publishersFor } from '../support/publishers.js'
 
 /** kinesalite ships no type declarations: it exports a factory of a node:http server. */
 const kinesalite = createRequire(import.meta.url)('kinesalite') as (options: Record<string, unknown>) => http.Server
 
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 10_000, userAgent: 'outflow/test' }
 const credentials = { key: 'AKIDEXAMPLE', secret: 'kinesalite-does-not-check-this' }
-
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  const id = `evt_${randomUUID()}`
-  const time = new Date('2025-03-01T12:00:00.000Z')
-  return {
-    id,
-    tenant_id: 'acme',
-    destination_id: 'des_1',
-    topic: 'order.paid',
-    time,
-    data: { customer: 'cus_9', amount: 300 },
-    metadata: { 'event-id': id, topic: 'order.paid', timestamp: String(time.getTime() / 1000), source: 'checkout' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({ topic: 'order.paid', data: { customer: 'cus_9', amount: 300 }, metadata: { source: 'checkout' } })
 
 describe('cloudx_kinesis destination (kinesalite)', () => {
   let server: http.Server
@@ -38,18 +22,8 @@ describe('cloudx_kinesis destination (kinesalite)', () => {
   let admin: KinesisClient
   const stream = `outflow-${randomUUID().slice(0, 8)}`
 
-  function destination(config: Record<string, unknown> = {}): PublisherDestination {
-    return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'cloudx_kinesis', config: { stream_name: stream, region: 'us-east-1', endpoint, ...config }, credentials }
-  }
-
-  async function deliver(config: Record<string, unknown>, m: DeliveryMessage, ctx = context): Promise<AttemptResult> {
-    const publisher = await cloudxKinesis.createPublisher(destination(config), ctx)
-    try {
-      return await publisher.publish(m)
-    } finally {
-      await publisher.close()
-    }
-  }
+  const publishers = publishersFor(cloudxKinesis, { config: () => ({ stream_name: stream, region: 'us-east-1', endpoint }), credentials })
+  const deliver = publishers.deliver
 
   /** Read back the record a successful attempt wrote, by the shard and sequence number it reported. */
   async function readRecord(result: AttemptResult): Promise<{ partitionKey: string; body: unknown }> {
@@ -82,6 +56,7 @@ describe('cloudx_kinesis destination (kinesalite)', () => {
   })
 
   afterAll(async () => {
+    await publishers.closeAll()
     admin?.destroy()
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()))
   })
@@ -110,7 +85,7 @@ describe('cloudx_kinesis destination (kinesalite)', () => {
   })
 
   it('reuses one client for several records', async () => {
-    const publisher = await cloudxKinesis.createPublisher(destination(), context)
+    const publisher = await publishers.open()
     try {
       const [a, b] = [message(), message()]
       const ra = await publisher.publish(a)
@@ -134,15 +109,11 @@ describe('cloudx_kinesis destination (kinesalite)', () => {
   })
 
   it('refuses a loopback endpoint unless private networks are allowed', async () => {
-    expect(await deliver({}, message(), { ...context, allowPrivateNetworks: false })).toMatchObject({ ok: false, error_kind: 'ssrf' })
+    expect(await deliver({}, message(), { context: { allowPrivateNetworks: false } })).toMatchObject({ ok: false, error_kind: 'ssrf' })
   })
 
   it('reports an unreachable endpoint as a network failure', async () => {
-    const closed = kinesalite({})
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-    const port = (closed.address() as AddressInfo).port
-    await new Promise<void>((resolve) => closed.close(() => resolve()))
-    expect(await deliver({ endpoint: `http://127.0.0.1:${port}` }, message())).toMatchObject({ ok: false, error_kind: 'network' })
+    expect(await deliver({ endpoint: `http://127.0.0.1:${await closedPort()}` }, message())).toMatchObject({ ok: false, error_kind: 'network' })
   })
 })
 

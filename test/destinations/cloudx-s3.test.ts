@@ -7,7 +7,7 @@ import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } fr
 import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cloudxS3 } from '../../src/destinations/cloudx-s3.js'
-import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { messageBuilder, publishersFor } from '../support/publishers.js'
 
 /** s3rver ships no type declarations; this is the part of its API the suite uses. */
 interface S3rverInstance {
@@ -16,25 +16,9 @@ interface S3rverInstance {
 }
 const S3rver = createRequire(import.meta.url)('s3rver') as new (options: Record<string, unknown>) => S3rverInstance
 
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 10_000, userAgent: 'outflow/test' }
 // s3rver checks signatures against this fixed key pair.
 const credentials = { key: 'S3RVER', secret: 'S3RVER' }
-
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  const id = `evt_${randomUUID()}`
-  const time = new Date('2025-03-01T12:00:00.000Z')
-  return {
-    id,
-    tenant_id: 'acme',
-    destination_id: 'des_1',
-    topic: 'order.created',
-    time,
-    data: { customer: 'cus_7', total: 12.5 },
-    metadata: { 'event-id': id, topic: 'order.created', timestamp: String(time.getTime() / 1000), plan: 'pro' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({ data: { customer: 'cus_7', total: 12.5 }, metadata: { plan: 'pro' } })
 
 describe('cloudx_s3 destination (s3rver)', () => {
   let server: S3rverInstance
@@ -43,19 +27,8 @@ describe('cloudx_s3 destination (s3rver)', () => {
   let admin: S3Client
   const bucket = `outflow-${randomUUID().slice(0, 8)}`
 
-  function destination(config: Record<string, unknown> = {}, creds: Record<string, unknown> = credentials): PublisherDestination {
-    return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'cloudx_s3', config: { bucket, region: 'us-east-1', endpoint, ...config }, credentials: creds }
-  }
-
-  /** Publish one message through a fresh publisher and close it. */
-  async function deliver(config: Record<string, unknown>, m: DeliveryMessage, ctx = context, creds?: Record<string, unknown>) {
-    const publisher = await cloudxS3.createPublisher(destination(config, creds), ctx)
-    try {
-      return await publisher.publish(m)
-    } finally {
-      await publisher.close()
-    }
-  }
+  const publishers = publishersFor(cloudxS3, { config: () => ({ bucket, region: 'us-east-1', endpoint }), credentials })
+  const deliver = publishers.deliver
 
   async function read(key: string) {
     const object = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))
@@ -72,6 +45,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
   })
 
   afterAll(async () => {
+    await publishers.closeAll()
     admin?.destroy()
     await server?.close()
     if (directory) await rm(directory, { recursive: true, force: true })
@@ -114,7 +88,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
   })
 
   it('reuses one client for several deliveries', async () => {
-    const publisher = await cloudxS3.createPublisher(destination({ key_template: 'id' }), context)
+    const publisher = await publishers.open({ key_template: 'id' })
     const [a, b] = [message(), message()]
     try {
       expect(await publisher.publish(a)).toMatchObject({ ok: true })
@@ -127,7 +101,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
   })
 
   it('reports a missing bucket as not_found', async () => {
-    const publisher = await cloudxS3.createPublisher({ ...destination(), config: { bucket: 'no-such-bucket-here', region: 'us-east-1', endpoint } }, context)
+    const publisher = await publishers.open({ bucket: 'no-such-bucket-here' })
     try {
       const result = await publisher.publish(message())
       expect(result).toMatchObject({ ok: false, error_kind: 'not_found', response_status_code: 404 })
@@ -139,7 +113,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
 
   // s3rver does not verify SigV4 signatures (so a wrong secret passes there); it does refuse unknown access keys.
   it('reports an unknown access key as an authentication failure without the secret', async () => {
-    const result = await deliver({}, message(), context, { key: 'NOBODY', secret: 'not-the-secret-value' })
+    const result = await deliver({}, message(), { credentials: { key: 'NOBODY', secret: 'not-the-secret-value' } })
     expect(result).toMatchObject({ ok: false, error_kind: 'authentication', response_status_code: 403 })
     expect(result.error).toContain('InvalidAccessKeyId')
     expect(result.error).not.toContain('not-the-secret-value')
@@ -152,7 +126,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
   })
 
   it('refuses a loopback endpoint unless private networks are allowed', async () => {
-    const guarded = { ...context, allowPrivateNetworks: false }
+    const guarded = { context: { allowPrivateNetworks: false } }
     expect(await deliver({}, message(), guarded)).toMatchObject({ ok: false, error_kind: 'ssrf' })
     // A DNS name is checked after resolution, at connect time.
     const viaDns = await deliver({ endpoint: endpoint.replace('127.0.0.1', 'localhost') }, message(), guarded)
