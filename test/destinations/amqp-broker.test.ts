@@ -169,6 +169,30 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
     }
   })
 
+  it('reports a broker that does not answer within the deadline as a timeout, and connects afresh for the next attempt', async () => {
+    // Accepts connections and never speaks AMQP.
+    const sockets: net.Socket[] = []
+    let closed = 0
+    const silent = net.createServer((socket) => {
+      sockets.push(socket)
+      socket.resume().on('close', () => closed++)
+    })
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const publisher = await publishers.open({ server_url: `127.0.0.1:${(silent.address() as net.AddressInfo).port}`, exchange })
+    try {
+      for (let i = 0; i < 2; i++) {
+        expect(await publisher.publish(message(), { signal: AbortSignal.timeout(200) })).toMatchObject({ ok: false, error_kind: 'timeout' })
+      }
+      expect(sockets).toHaveLength(2)
+      // The connect each attempt gave up on was abandoned, its socket closed.
+      await vi.waitFor(() => expect(closed).toBe(2))
+    } finally {
+      await publisher.close()
+      sockets.forEach((s) => s.destroy())
+      await new Promise<void>((resolve) => silent.close(() => resolve()))
+    }
+  })
+
   it('refuses a private broker address unless private networks are allowed', async () => {
     for (const server_url of [brokerHostPort, `localhost:${broker.port || 5672}`]) {
       const publisher = await publishers.open({ server_url, exchange }, { context: { allowPrivateNetworks: false } })

@@ -206,7 +206,7 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
 
   it('times out against a receiver that never answers', async () => {
     receiver.respond = () => undefined
-    const result = await (await publisherFor(receiver.url, { context: { timeoutMs: 200 } })).publish(message())
+    const result = await (await publisherFor(receiver.url)).publish(message(), { signal: AbortSignal.timeout(200) })
     expect(result).toMatchObject({ ok: false, error_kind: 'timeout', response_status_code: null })
     expect(receiver.received).toHaveLength(1)
   })

@@ -6,7 +6,10 @@ import type { AttemptResult } from '../../src/model/attempt-result.js'
 import type { DeliveryMessage, DestinationTypeDefinition, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 
 /** The engine settings a publisher gets in these tests: local fakes and peers live on loopback, so private networks are allowed. */
-export const testContext: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 10_000, userAgent: 'outflow/test' }
+export const testContext: PublisherContext = { allowPrivateNetworks: true, userAgent: 'outflow/test' }
+
+/** The attempt deadline of a test publish that passes none: long enough never to be what a test sees, unless it hangs. */
+const testDeadlineMs = 10_000
 
 /** The fields of a test message a file fixes; `metadata` here is added to `event-id`, `topic` and `timestamp`. */
 export type MessageDefaults = Partial<Omit<DeliveryMessage, 'metadata'>> & { metadata?: Record<string, string> }
@@ -39,9 +42,9 @@ export function messageBuilder(defaults: MessageDefaults = {}): (overrides?: Par
   }
 }
 
-/** A publisher under test. */
+/** A publisher under test: `publish` gets a generous deadline unless the test gives its own signal. */
 export interface TestPublisher {
-  publish(message: DeliveryMessage): Promise<AttemptResult>
+  publish(message: DeliveryMessage, options?: { signal?: AbortSignal }): Promise<AttemptResult>
   close(): Promise<void>
 }
 
@@ -88,8 +91,12 @@ export function publishersFor(definition: DestinationTypeDefinition, defaults: D
   /** A publisher of a destination with this config (over the file's), closed by closeAll(). */
   async function openPublisher(config: Record<string, unknown> = {}, options: PublisherOptions = {}): Promise<TestPublisher> {
     const publisher = await definition.createPublisher(destination(config, options), { ...testContext, ...options.context })
-    open.push(publisher)
-    return publisher
+    const tested: TestPublisher = {
+      publish: (message, { signal } = {}) => publisher.publish(message, { signal: signal ?? AbortSignal.timeout(testDeadlineMs) }),
+      close: () => publisher.close(),
+    }
+    open.push(tested)
+    return tested
   }
 
   /** Publish `message` through a fresh publisher and close it. */
