@@ -5,14 +5,11 @@ import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { amqpBroker } from '../../src/destinations/amqp-broker.js'
 import { closedPort, messageBuilder, publishersFor } from '../support/publishers.js'
+import { startRabbitExchange } from '../support/emulators.js'
 import { amqpAvailable, amqpUrl } from '../support/services.js'
 
 const broker = new URL(amqpUrl)
-const brokerHostPort = `${broker.hostname}:${broker.port || 5672}`
-const credentials = { username: decodeURIComponent(broker.username || 'guest'), password: decodeURIComponent(broker.password || 'guest') }
 const message = messageBuilder({ metadata: { region: 'eu' } })
-const publishers = publishersFor(amqpBroker, { credentials })
-afterAll(() => publishers.closeAll())
 
 /** A TCP relay in front of the broker, so the test can count and cut the publisher's connections. */
 async function startProxy(): Promise<{ port: number; connections: () => number; open: () => number; cutAll: () => void; close: () => Promise<void> }> {
@@ -38,22 +35,22 @@ async function startProxy(): Promise<{ port: number; connections: () => number; 
 }
 
 describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
-  let admin: amqp.ChannelModel
+  let rabbit: Awaited<ReturnType<typeof startRabbitExchange>>
+  let brokerHostPort: string
+  let credentials: { username: string; password: string }
   let channel: amqp.Channel
-  const exchange = `outflow-test-${randomUUID()}`
+  let exchange: string
   let queue: string
+  const publishers = publishersFor(amqpBroker, { credentials: () => credentials })
 
   beforeAll(async () => {
-    admin = await amqp.connect(amqpUrl)
-    channel = await admin.createChannel()
-    await channel.assertExchange(exchange, 'topic', { durable: false, autoDelete: false })
-    queue = (await channel.assertQueue('', { exclusive: true })).queue
-    await channel.bindQueue(queue, exchange, '#')
+    rabbit = await startRabbitExchange()
+    ;({ brokerHostPort, credentials, channel, exchange, queue } = rabbit)
   })
 
   afterAll(async () => {
-    await channel?.deleteExchange(exchange).catch(() => {})
-    await admin?.close()
+    await publishers.closeAll()
+    await rabbit?.close()
   })
 
   /** The next message on `name`; the publisher already awaited the broker confirm, so it is enqueued. */
