@@ -7,6 +7,7 @@
  */
 import { Worker } from 'node:worker_threads'
 import { closeHttpClients, sendHttp } from '../src/net/http-client.js'
+import { startDeadline } from '../src/net/deadline.js'
 
 const total = Number(process.argv[2] ?? 20_000)
 const concurrency = Number(process.argv[3] ?? 50)
@@ -52,8 +53,14 @@ async function main(): Promise<void> {
     if (res.status !== 200) throw new Error(`fetch got ${res.status}`)
   }
   const viaUndici = async (): Promise<void> => {
-    const res = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks: true, timeoutMs: 10_000 })
-    if (res.status !== 200) throw new Error(`undici got ${res.status}`)
+    // The deadline the worker gives every attempt.
+    const deadline = startDeadline(10_000)
+    try {
+      const res = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks: true, signal: deadline.signal })
+      if (res.status !== 200) throw new Error(`undici got ${res.status}`)
+    } finally {
+      deadline.clear()
+    }
   }
 
   console.log(`${total} POSTs of ${body.length} B at concurrency ${concurrency}, best of ${rounds} rounds (after warm-up)`)

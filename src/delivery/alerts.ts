@@ -1,4 +1,5 @@
 import { sendHttp } from '../net/http-client.js'
+import { startDeadline } from '../net/deadline.js'
 import type { AttemptWrite, DestinationStreak } from '../storage/storage.js'
 import type { DeliveryContext } from './context.js'
 import type { AlertPayload } from './events.js'
@@ -67,10 +68,13 @@ async function postAlert(ctx: DeliveryContext, alert: AlertPayload): Promise<voi
   if (!url) return
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (ctx.options.apiKey) headers.authorization = `Bearer ${ctx.options.apiKey}`
+  const deadline = startDeadline(ctx.options.delivery.timeoutMs)
   try {
-    const res = await sendHttp(url, { method: 'POST', headers, body: JSON.stringify(alert) }, { allowPrivateNetworks: true, timeoutMs: ctx.options.delivery.timeoutMs })
+    const res = await sendHttp(url, { method: 'POST', headers, body: JSON.stringify(alert) }, { allowPrivateNetworks: true, signal: deadline.signal })
     if (res.status < 200 || res.status >= 300) ctx.options.logger.warn('alert callback answered with an error', { status: res.status })
   } catch (err) {
     ctx.options.logger.warn('alert callback failed', { error: (err as Error).message })
+  } finally {
+    deadline.clear()
   }
 }

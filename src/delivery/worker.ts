@@ -10,6 +10,7 @@ import { handleStreaks } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { DeliveryError, attemptResultFromError, closeHttpClients } from '../net/http-client.js'
+import { startDeadline } from '../net/deadline.js'
 
 const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
@@ -169,7 +170,7 @@ export class DeliveryWorker {
     const { options } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
       { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination) },
-      { allowPrivateNetworks: options.allowPrivateNetworks, timeoutMs: options.delivery.timeoutMs, userAgent, relayUrl: options.relayUrl },
+      { allowPrivateNetworks: options.allowPrivateNetworks, userAgent, relayUrl: options.relayUrl },
     )
     this.#publishers.set(k, { publisher, version })
     publisher.catch(() => this.#publishers.get(k)?.publisher === publisher && this.#publishers.delete(k))
@@ -201,7 +202,13 @@ export class DeliveryWorker {
       let result: AttemptResult
       try {
         const publisher = await this.#publisher(destination)
-        result = await publisher.publish(deliveryMessage(d, destination))
+        // One deadline for every destination type: each publisher honours the signal and reports a timeout.
+        const deadline = startDeadline(this.#ctx.options.delivery.timeoutMs)
+        try {
+          result = await publisher.publish(deliveryMessage(d, destination), { signal: deadline.signal })
+        } finally {
+          deadline.clear()
+        }
       } catch (err) {
         result = attemptResultFromError(err)
       }

@@ -3,8 +3,11 @@ import * as v from 'valibot'
 import { guardedLookup, SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
-import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
-import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import { untilAborted } from '../net/deadline.js'
+import type { ErrorKind } from '../model/attempt-result.js'
+import { failureOf, type FailureDescription } from './failure.js'
+import { lazyConnection, type LazyConnection } from './lazy-connection.js'
+import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 /** Where to connect, parsed from `server_url` + `tls` (credentials are kept apart so they never reach a URL). */
@@ -161,38 +164,111 @@ function classifyAmqpError(err: unknown): { kind: ErrorKind; prefix: string } {
   return { kind: 'unknown', prefix: 'publish failed' }
 }
 
-/** A failed attempt whose text never contains the password, whatever the library put in it. */
-function failure(err: unknown, password: string, vhost: string): AttemptResult {
-  let text = err instanceof Error ? err.message : String(err)
+/** What went wrong, in words; failureOf removes the password, whatever the library put in the text. */
+function describeAmqpError(err: unknown, message: string, vhost: string): FailureDescription {
   // amqplib loses the reply text when the broker refuses connection.open; RabbitMQ only does that for the vhost.
-  if (/Expected ConnectionOpenOk; got <ConnectionClose/.test(text)) {
-    return { ok: false, error_kind: 'not_found', error: `the broker refused the virtual host "${vhost}": it does not exist or the user has no access to it` }
+  if (/Expected ConnectionOpenOk; got <ConnectionClose/.test(message)) {
+    return { kind: 'not_found', error: `the broker refused the virtual host "${vhost}": it does not exist or the user has no access to it` }
   }
   const { kind, prefix } = classifyAmqpError(err)
-  // Short passwords would mangle ordinary words if replaced; long ones are worth scrubbing defensively.
-  if (password.length >= 4) text = text.split(password).join('****')
-  return { ok: false, error_kind: kind, error: `${prefix}: ${text}` }
-}
-
-class DeadlineError extends Error {}
-
-/** Race `promise` against the attempt timeout. */
-async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineError(`no ${what} within ${ms} ms`)), ms)
-  })
-  try {
-    return await Promise.race([promise, deadline])
-  } finally {
-    clearTimeout(timer)
-  }
+  return { kind, error: `${prefix}: ${message}` }
 }
 
 /** A confirm channel plus the server error that closed it, if any (the confirm callback only says "channel closed"). */
 interface ChannelState {
   channel: Amqp.ConfirmChannel
   closedBy?: unknown
+}
+
+/** Where and as whom a publisher connects. */
+interface BrokerLogin {
+  address: BrokerAddress
+  credentials: AmqpCredentials
+  /** Shown in the broker's connection list. */
+  connectionName: string
+}
+
+/** Connect to the broker; `signal` abandons a connect still under way (it destroys the socket). */
+async function connectBroker(amqp: typeof Amqp, { address, credentials, connectionName }: BrokerLogin, context: PublisherContext, signal: AbortSignal): Promise<Amqp.ChannelModel> {
+  const conn = await amqp.connect(
+    { ...address, username: credentials.username, password: credentials.password },
+    {
+      signal,
+      servername: address.hostname,
+      clientProperties: { connection_name: connectionName },
+      // server_url is tenant input: refuse private addresses like webhook URLs, checked after DNS.
+      ...(context.allowPrivateNetworks ? {} : { lookup: guardedLookup }),
+    },
+  )
+  // Without an 'error' listener a dropped connection would crash the host process.
+  conn.on('error', () => {})
+  return conn
+}
+
+/** A confirm channel that remembers why the broker closed it. */
+async function openChannel(conn: Amqp.ChannelModel): Promise<ChannelState> {
+  const state: ChannelState = { channel: await conn.createConfirmChannel() }
+  state.channel.on('error', (err: unknown) => (state.closedBy = err))
+  return state
+}
+
+/**
+ * One connection per publisher and one confirm channel on it, each opened on first use and again after it is
+ * lost: a server-closed channel (e.g. a missing exchange) is replaced on the next publish.
+ */
+function brokerLinks(amqp: typeof Amqp, login: BrokerLogin, context: PublisherContext) {
+  const connection: LazyConnection<Amqp.ChannelModel> = lazyConnection({
+    async open(signal) {
+      const conn = await connectBroker(amqp, login, context, signal)
+      conn.once('close', () => connection.drop(conn))
+      return conn
+    },
+    close: (conn) => conn.close(),
+  })
+  const channel: LazyConnection<ChannelState> = lazyConnection({
+    async open(signal) {
+      const state = await openChannel(await connection.get(signal))
+      state.channel.once('close', () => channel.drop(state))
+      return state
+    },
+    close: (state) => state.channel.close(),
+  })
+  return { connection, channel }
+}
+
+/** Write one message on a channel; resolves once the broker confirms it. */
+function sendMessage(state: ChannelState, exchange: string, routingKey: string, message: DeliveryMessage): Promise<void> {
+  const body = Buffer.from(JSON.stringify(message.data ?? null))
+  const options: Amqp.Options.Publish = {
+    contentType: 'application/json',
+    messageId: message.id,
+    type: message.topic,
+    timestamp: Math.floor(message.time.getTime() / 1000),
+    headers: message.metadata,
+    persistent: true,
+  }
+  return new Promise<void>((resolve, reject) => {
+    state.channel.publish(exchange, routingKey, body, options, (err: unknown) => {
+      // A channel closed by the broker reports only "channel closed" here; its 'error' said why.
+      if (err) reject(state.closedBy ?? err)
+      else resolve()
+    })
+  })
+}
+
+/** Send on the publisher's channel and wait for the confirm, within the attempt's deadline. */
+async function sendConfirmed(channel: LazyConnection<ChannelState>, send: (state: ChannelState) => Promise<void>, signal: AbortSignal): Promise<void> {
+  let state = await channel.get(signal)
+  let confirmed: Promise<void>
+  try {
+    confirmed = send(state)
+  } catch {
+    // The channel died before we wrote anything (connection lost between deliveries): reconnect once.
+    channel.drop(state)
+    state = await channel.get(signal)
+    confirmed = send(state)
+  }
+  await untilAborted(confirmed, signal)
 }
 
 /** The routing key of a message: the configured one, else the topic. */
@@ -237,117 +313,30 @@ export const amqpBroker: DestinationTypeDefinition = {
   async createPublisher(destination, context): Promise<Publisher> {
     const config = v.parse(ConfigSchema, destination.config)
     const credentials: AmqpCredentials = v.parse(CredentialsSchema, destination.credentials)
-    const parsed = parseServerUrl(config.server_url, config.tls === true)
-    if (typeof parsed === 'string') throw new Error(`server_url ${parsed}`)
-    const address: BrokerAddress = parsed
+    const address = parseServerUrl(config.server_url, config.tls === true)
+    if (typeof address === 'string') throw new Error(`server_url ${address}`)
     const amqp = await loadPeer<typeof Amqp>('amqplib', 'amqp_broker destinations')
     const exchange = config.exchange ?? ''
     // An IP literal skips DNS, so the connect-time guard would never see it.
     const refused = privateHostError(address.hostname, context)
-
-    let connecting: Promise<Amqp.ChannelModel> | undefined
-    let channelling: Promise<ChannelState> | undefined
-    let closed = false
-
-    // One connection per publisher, opened on first use and again after it is lost.
-    function connection(): Promise<Amqp.ChannelModel> {
-      if (connecting) return connecting
-      const current: Promise<Amqp.ChannelModel> = (async () => {
-        const conn = await amqp.connect(
-          { ...address, username: credentials.username, password: credentials.password },
-          {
-            timeout: context.timeoutMs,
-            servername: address.hostname,
-            clientProperties: { connection_name: `outflow ${destination.id}` },
-            // server_url is tenant input: refuse private addresses like webhook URLs, checked after DNS.
-            ...(context.allowPrivateNetworks ? {} : { lookup: guardedLookup }),
-          },
-        )
-        // Without an 'error' listener a dropped connection would crash the host process.
-        conn.on('error', () => {})
-        conn.once('close', () => {
-          if (connecting === current) (connecting = undefined), (channelling = undefined)
-        })
-        return conn
-      })()
-      connecting = current
-      current.catch(() => {
-        if (connecting === current) connecting = undefined
-      })
-      return current
-    }
-
-    // One confirm channel on that connection; a server-closed channel (e.g. missing exchange) is replaced on the next publish.
-    function channel(): Promise<ChannelState> {
-      if (channelling) return channelling
-      const current: Promise<ChannelState> = (async () => {
-        const conn = await connection()
-        const state: ChannelState = { channel: await conn.createConfirmChannel() }
-        state.channel.on('error', (err: unknown) => (state.closedBy = err))
-        state.channel.once('close', () => {
-          if (channelling === current) channelling = undefined
-        })
-        return state
-      })()
-      channelling = current
-      current.catch(() => {
-        if (channelling === current) channelling = undefined
-      })
-      return current
-    }
-
-    function send(state: ChannelState, message: DeliveryMessage): Promise<void> {
-      const body = Buffer.from(JSON.stringify(message.data ?? null))
-      const options: Amqp.Options.Publish = {
-        contentType: 'application/json',
-        messageId: message.id,
-        type: message.topic,
-        timestamp: Math.floor(message.time.getTime() / 1000),
-        headers: message.metadata,
-        persistent: true,
-      }
-      return new Promise<void>((resolve, reject) => {
-        state.channel.publish(exchange, routingKeyFor(config, message), body, options, (err: unknown) => {
-          // A channel closed by the broker reports only "channel closed" here; its 'error' said why.
-          if (err) reject(state.closedBy ?? err)
-          else resolve()
-        })
-      })
-    }
+    const { connection, channel } = brokerLinks(amqp, { address, credentials, connectionName: `outflow ${destination.id}` }, context)
+    const describe = (err: unknown, message: string) => describeAmqpError(err, message, address.vhost)
 
     return {
-      async publish(message) {
-        if (closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
+      async publish(message, { signal }) {
+        if (channel.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         try {
-          let state = await withDeadline(channel(), context.timeoutMs, 'connection to the broker')
-          let confirmed: Promise<void>
-          try {
-            confirmed = send(state, message)
-          } catch {
-            // The channel died before we wrote anything (connection lost between deliveries): reconnect once.
-            channelling = undefined
-            state = await withDeadline(channel(), context.timeoutMs, 'connection to the broker')
-            confirmed = send(state, message)
-          }
-          await withDeadline(confirmed, context.timeoutMs, 'broker confirm')
+          await sendConfirmed(channel, (state) => sendMessage(state, exchange, routingKeyFor(config, message), message), signal)
           return { ok: true }
         } catch (err) {
-          if (err instanceof DeadlineError) return { ok: false, error_kind: 'timeout', error: err.message }
-          return failure(err, credentials.password, address.vhost)
+          return failureOf(err, describe, { signal, secrets: [credentials.password] })
         }
       },
 
       async close() {
-        closed = true
-        const pendingChannel = channelling
-        const pendingConnection = connecting
-        channelling = undefined
-        connecting = undefined
-        const state = await pendingChannel?.catch(() => undefined)
-        await state?.channel.close().catch(() => {})
-        const conn = await pendingConnection?.catch(() => undefined)
-        await conn?.close().catch(() => {})
+        await channel.close()
+        await connection.close()
       },
     }
   },

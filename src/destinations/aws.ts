@@ -45,12 +45,13 @@ export function awsCredentials(credentials: AwsCredentials): { accessKeyId: stri
   }
 }
 
-/** SDK request handler options: attempt timeouts, and sockets that refuse private addresses for tenant-supplied endpoints. */
+/**
+ * SDK request handler options: sockets that refuse private addresses for tenant-supplied endpoints. The attempt's
+ * deadline is the `abortSignal` of each call.
+ */
 export function awsRequestHandler(endpoint: string | undefined, context: PublisherContext) {
   const guarded = endpoint !== undefined && !context.allowPrivateNetworks
   return {
-    connectionTimeout: context.timeoutMs,
-    requestTimeout: context.timeoutMs,
     httpAgent: new http.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
     httpsAgent: new https.Agent({ keepAlive: true, ...(guarded ? { lookup: guardedLookup } : {}) }),
   }

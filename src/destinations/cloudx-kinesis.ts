@@ -5,7 +5,8 @@ import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointS
 import { privateEndpointError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { ErrorKind } from '../model/attempt-result.js'
+import { failureOf, type FailureDescription } from './failure.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
@@ -80,8 +81,8 @@ const authenticationErrors = [
 const notFoundErrors = ['ResourceNotFoundException', 'KMSNotFoundException']
 const throttledErrors = ['ProvisionedThroughputExceededException', 'LimitExceededException', 'ThrottlingException', 'KMSThrottlingException']
 
-/** Map an SDK error to an attempt result. Kinesis answers 400 for most faults, so the error name decides first. */
-function kinesisFailure(err: unknown, stream: string): AttemptResult {
+/** Map an SDK error to what went wrong. Kinesis answers 400 for most faults, so the error name decides first. */
+function describeKinesisError(err: unknown, message: string, stream: string): FailureDescription {
   const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
   const name = e?.name ?? 'Error'
   const status = e?.$metadata?.httpStatusCode
@@ -94,9 +95,9 @@ function kinesisFailure(err: unknown, stream: string): AttemptResult {
   else if (name === 'TimeoutError' || name === 'AbortError' || codes.some((c) => c === 'ETIMEDOUT' || c === 'ECONNABORTED')) kind = 'timeout'
   else if (status === undefined && codes.some((c) => /^E[A-Z]+$/.test(c))) kind = 'network'
   else if (status !== undefined && status >= 400 && status < 500) kind = 'rejected'
-  const message = e?.message && e.message !== 'UnknownError' ? e.message : `HTTP ${status ?? 'error'}`
-  const detail = kind === 'not_found' && name === 'ResourceNotFoundException' && !message.includes(stream) ? ` (stream ${stream})` : ''
-  return { ok: false, response_status_code: status ?? null, error_kind: kind, error: `${name === 'Error' ? '' : `${name}: `}${message}${detail}` }
+  const text = e?.message && e.message !== 'UnknownError' ? message : `HTTP ${status ?? 'error'}`
+  const detail = kind === 'not_found' && name === 'ResourceNotFoundException' && !text.includes(stream) ? ` (stream ${stream})` : ''
+  return { kind, status, error: `${name === 'Error' ? '' : `${name}: `}${text}${detail}` }
 }
 
 /** Kinesis data streams: one record per event, via PutRecord. */
@@ -134,7 +135,7 @@ export const cloudxKinesis: DestinationTypeDefinition = {
     // mostly do not; custom endpoints get the SDK's HTTP/1.1 handler (with the private-network guard).
     const requestHandler = config.endpoint
       ? new (await loadPeer<typeof SmithyHttp>('@smithy/node-http-handler', 'cloudx_kinesis destinations')).NodeHttpHandler(awsRequestHandler(config.endpoint, context))
-      : { requestTimeout: context.timeoutMs, disableConcurrentStreams: true }
+      : { disableConcurrentStreams: true }
     const client = new sdk.KinesisClient({
       region: config.region,
       credentials: awsCredentials(credentials),
@@ -144,8 +145,10 @@ export const cloudxKinesis: DestinationTypeDefinition = {
       requestHandler,
     })
 
+    const describe = (err: unknown, message: string) => describeKinesisError(err, message, config.stream_name)
+
     return {
-      async publish(message) {
+      async publish(message, { signal }) {
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         let partitionKey: string
         try {
@@ -160,12 +163,12 @@ export const cloudxKinesis: DestinationTypeDefinition = {
         try {
           const output = await client.send(
             new sdk.PutRecordCommand({ StreamName: config.stream_name, PartitionKey: partitionKey, Data: Buffer.from(record, 'utf8') }),
-            { abortSignal: AbortSignal.timeout(context.timeoutMs) },
+            { abortSignal: signal },
           )
           const receipt = { stream: config.stream_name, partition_key: partitionKey, shard_id: output.ShardId ?? null, sequence_number: output.SequenceNumber ?? null }
           return { ok: true, response_status_code: output.$metadata.httpStatusCode ?? 200, response_body: JSON.stringify(receipt) }
         } catch (err) {
-          return kinesisFailure(err, config.stream_name)
+          return failureOf(err, describe, { signal, secrets: [credentials.secret, credentials.session] })
         }
       },
 

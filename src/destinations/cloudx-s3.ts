@@ -4,7 +4,8 @@ import { privateEndpointError } from '../net/endpoint-guard.js'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
 import { loadPeer } from '../load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { ErrorKind } from '../model/attempt-result.js'
+import { failureOf, type FailureDescription } from './failure.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
@@ -110,12 +111,12 @@ function objectMetadata(metadata: Record<string, string>): Record<string, string
   return out
 }
 
-/** Map an SDK error (service exception or transport failure) to an attempt result. */
-function s3Failure(err: unknown, bucket: string): AttemptResult {
+/** Map an SDK error (service exception or transport failure) to what went wrong. */
+function describeS3Error(err: unknown, message: string, bucket: string): FailureDescription {
   const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
   const name = e?.name ?? 'Error'
   const status = e?.$metadata?.httpStatusCode
-  const message = e?.message && e.message !== 'UnknownError' ? e.message : `HTTP ${status ?? 'error'}`
+  const text = e?.message && e.message !== 'UnknownError' ? message : `HTTP ${status ?? 'error'}`
   const codes = awsErrorCodes(err)
   let kind: ErrorKind = 'unknown'
   if (codes.includes('ERR_OUTFLOW_SSRF')) kind = 'ssrf'
@@ -127,12 +128,7 @@ function s3Failure(err: unknown, bucket: string): AttemptResult {
   else if (status === undefined && codes.some((c) => /^E[A-Z]+$/.test(c))) kind = 'network'
   else if (status !== undefined && status >= 400 && status < 500) kind = 'rejected'
   const detail = kind === 'configuration' ? ' (check the region and endpoint)' : kind === 'not_found' ? ` (bucket ${bucket})` : ''
-  return {
-    ok: false,
-    response_status_code: status ?? null,
-    error_kind: kind,
-    error: `${name === 'Error' ? '' : `${name}: `}${message}${detail}`,
-  }
+  return { kind, status, error: `${name === 'Error' ? '' : `${name}: `}${text}${detail}` }
 }
 
 /** Buckets of S3 and S3-compatible services: one object per event, via PutObject. */
@@ -177,8 +173,10 @@ export const cloudxS3: DestinationTypeDefinition = {
       requestHandler: awsRequestHandler(config.endpoint, context),
     })
 
+    const describe = (err: unknown, message: string) => describeS3Error(err, message, config.bucket)
+
     return {
-      async publish(message) {
+      async publish(message, { signal }) {
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         let key: string
         try {
@@ -201,12 +199,12 @@ export const cloudxS3: DestinationTypeDefinition = {
               Metadata: objectMetadata(message.metadata),
               ...(config.storage_class ? { StorageClass: config.storage_class } : {}),
             }),
-            { abortSignal: AbortSignal.timeout(context.timeoutMs) },
+            { abortSignal: signal },
           )
           const receipt = { bucket: config.bucket, key, etag: output.ETag ?? null, version_id: output.VersionId ?? null }
           return { ok: true, response_status_code: output.$metadata.httpStatusCode ?? 200, response_body: JSON.stringify(receipt) }
         } catch (err) {
-          return s3Failure(err, config.bucket)
+          return failureOf(err, describe, { signal, secrets: [credentials.secret, credentials.session] })
         }
       },
 

@@ -2,10 +2,11 @@ import type * as Sqs from '@aws-sdk/client-sqs'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
-import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsErrorCodes, awsRequestHandler, type AwsCredentials } from './aws.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
+import { failureOf, type FailureDescription } from './failure.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
-import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { ErrorKind } from '../model/attempt-result.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
@@ -200,29 +201,13 @@ function classifySqsError(err: unknown): { kind: ErrorKind; code: string } {
   return { kind: 'unknown', code }
 }
 
-/** Remove every credential value from a text before it is recorded. */
-function redact(text: string, credentials: AwsCredentials): string {
-  let out = text
-  // Short values would mangle ordinary words; real secrets are long.
-  for (const secret of [credentials.secret, credentials.session]) if (secret && secret.length >= 4) out = out.split(secret).join('****')
-  return out
-}
-
-/** A failed attempt with a short, secret-free text such as `QueueDoesNotExist: The specified queue does not exist.` */
-function failure(err: unknown, credentials: AwsCredentials): AttemptResult {
+/** A short text such as `QueueDoesNotExist: The specified queue does not exist.`, with the service's answer when there was one. */
+function describeSqsError(err: unknown, message: string): FailureDescription {
   const { kind, code } = classifySqsError(err)
-  const raw = err instanceof Error || (typeof err === 'object' && err !== null && 'message' in err) ? String((err as { message: unknown }).message) : String(err)
-  const message = redact(raw, credentials)
   const status = (err as SdkError | null)?.$metadata?.httpStatusCode
   const error =
     kind === 'ssrf' ? message : kind === 'network' ? `could not reach SQS: ${message}` : kind === 'timeout' ? `SQS did not answer in time: ${message}` : `${code}: ${message}`
-  return {
-    ok: false,
-    error_kind: kind,
-    error,
-    response_status_code: status ?? null,
-    response_body: status === undefined ? null : JSON.stringify({ code, message }),
-  }
+  return { kind, error, status, body: status === undefined ? undefined : JSON.stringify({ code, message }) }
 }
 
 /** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
@@ -282,16 +267,16 @@ export const cloudxSqs: DestinationTypeDefinition = {
     })
     let closed = false
     return {
-      async publish(message) {
+      async publish(message, { signal }) {
         if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         try {
-          const out = await client.send(new sdk.SendMessageCommand(sendMessageInput(config, message)), { abortSignal: AbortSignal.timeout(context.timeoutMs) })
+          const out = await client.send(new sdk.SendMessageCommand(sendMessageInput(config, message)), { abortSignal: signal })
           const body: Record<string, string> = { message_id: out.MessageId ?? '' }
           if (out.SequenceNumber) body.sequence_number = out.SequenceNumber
           return { ok: true, response_status_code: out.$metadata.httpStatusCode ?? 200, response_body: JSON.stringify(body) }
         } catch (err) {
-          return failure(err, credentials)
+          return failureOf(err, describeSqsError, { signal, secrets: [credentials.secret, credentials.session] })
         }
       },
       async close() {

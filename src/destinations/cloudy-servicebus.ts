@@ -5,7 +5,9 @@ import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
 import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
-import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { ErrorKind } from '../model/attempt-result.js'
+import { failureOf, type FailureDescription } from './failure.js'
+import { lazyConnection } from './lazy-connection.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
@@ -153,23 +155,18 @@ function classifyServiceBusError(err: unknown): { kind: ErrorKind; code: string 
   return { kind: 'unknown', code }
 }
 
-/** Remove the key, the SAS token and the whole connection string from a text before it is recorded. */
-function redact(text: string, connectionString: string): string {
+/** The whole connection string and the key or SAS token in it: none of them may be recorded. */
+function connectionSecrets(connectionString: string): (string | undefined)[] {
   const parts = parseConnectionString(connectionString)
-  const secrets = [connectionString, ...(typeof parts === 'string' ? [] : [parts.get('SharedAccessKey'), parts.get('SharedAccessSignature')])]
-  let out = text
-  for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('****')
-  return out
+  return [connectionString, ...(typeof parts === 'string' ? [] : [parts.get('SharedAccessKey'), parts.get('SharedAccessSignature')])]
 }
 
-/** A failed attempt with a short, secret-free text such as `MessagingEntityNotFound: …`. */
-function failure(err: unknown, connectionString: string): AttemptResult {
+/** A short text such as `MessagingEntityNotFound: …`. */
+function describeServiceBusError(err: unknown, message: string): FailureDescription {
   const { kind, code } = classifyServiceBusError(err)
-  const raw = typeof err === 'object' && err !== null && 'message' in err ? String((err as { message: unknown }).message) : String(err)
-  const message = redact(raw, connectionString)
   const error =
     kind === 'network' ? `could not reach Service Bus: ${message}` : kind === 'timeout' ? `Service Bus did not answer in time: ${message}` : `${code}: ${message}`
-  return { ok: false, error_kind: kind, error, response_status_code: null, response_body: null }
+  return { kind, error }
 }
 
 /** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
@@ -201,6 +198,41 @@ function namespaceOf(connectionString: string): Namespace {
   return { hostname: url.hostname, port: url.port ? Number(url.port) : emulator ? 5672 : 5671, emulator }
 }
 
+/** What a publisher opens its client with. */
+interface SenderTarget {
+  connectionString: string
+  /** The queue or topic. */
+  name: string
+  namespace: Namespace
+  userAgent: string
+}
+
+/**
+ * A client and its sender. A plaintext emulator client is pinned to an address just `checked`, so the SDK's own DNS
+ * (on every reconnect) cannot be rebound to a private one; a TLS client keeps the name, which its certificate must match.
+ * Throws for a connection string the SDK refuses, which the publish that asked records as a failed attempt.
+ */
+function openSender(sdk: typeof ServiceBus, { connectionString, name, namespace, userAgent }: SenderTarget, checked: LookupAddress[] | undefined): Connection {
+  const pinned = namespace.emulator ? checked?.[0]?.address : undefined
+  const client = new sdk.ServiceBusClient(connectionString, {
+    // The delivery pipeline owns retries; one try, bounded by the attempt's deadline (each send's abortSignal), fails fast.
+    retryOptions: { maxRetries: 0 },
+    userAgentOptions: { userAgentPrefix: userAgent },
+    ...(pinned ? { customEndpointAddress: `sb://${pinned}:${namespace.port}` } : {}),
+  })
+  try {
+    return { client, sender: client.createSender(name) }
+  } catch (err) {
+    void client.close().catch(() => {})
+    throw err
+  }
+}
+
+async function closeSender({ client, sender }: Connection): Promise<void> {
+  await sender.close().catch(() => {})
+  await client.close()
+}
+
 /** Azure Service Bus: one message per delivery to a queue or topic, application properties = metadata. */
 export const cloudyServicebus: DestinationTypeDefinition = {
   type: 'cloudy_servicebus',
@@ -223,50 +255,13 @@ export const cloudyServicebus: DestinationTypeDefinition = {
     // The Endpoint host is tenant input. A literal cannot change, so it is judged once; a name is resolved and
     // checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.
     const refused = privateHostError(namespace.hostname, context)
-    let connection: Connection | undefined
-    let closed = false
-
-    /**
-     * The client and sender; created lazily so a connection string the SDK refuses becomes a failed attempt, not a thrown error.
-     * A plaintext emulator client is pinned to an address just checked, so the SDK's own DNS (on every reconnect) cannot be
-     * rebound to a private one; a TLS client keeps the name, which its certificate must match.
-     */
-    function open(checked: LookupAddress[] | undefined): Connection {
-      if (connection) return connection
-      const pinned = namespace.emulator ? checked?.[0]?.address : undefined
-      const client = new sdk.ServiceBusClient(connectionString, {
-        // The delivery pipeline owns retries; one try, bounded by the attempt timeout, fails fast.
-        retryOptions: { maxRetries: 0, timeoutInMs: context.timeoutMs },
-        userAgentOptions: { userAgentPrefix: context.userAgent },
-        ...(pinned ? { customEndpointAddress: `sb://${pinned}:${namespace.port}` } : {}),
-      })
-      try {
-        connection = { client, sender: client.createSender(config.name) }
-      } catch (err) {
-        void client.close().catch(() => {})
-        throw err
-      }
-      return connection
-    }
-
-    const closing = new Set<Promise<void>>()
-    /** Forget the current client and close it in the background; close() waits for it. */
-    function discard(): void {
-      const current = connection
-      connection = undefined
-      if (!current) return
-      const done = current.sender
-        .close()
-        .catch(() => {})
-        .then(() => current.client.close())
-        .catch(() => {})
-        .finally(() => closing.delete(done))
-      closing.add(done)
-    }
+    const target: SenderTarget = { connectionString, name: config.name, namespace, userAgent: context.userAgent }
+    const connection = lazyConnection({ open: (_signal, checked: LookupAddress[] | undefined) => openSender(sdk, target, checked), close: closeSender })
+    const secrets = connectionSecrets(connectionString)
 
     return {
-      async publish(message) {
-        if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+      async publish(message, { signal }) {
+        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         let checked: LookupAddress[] | undefined
         try {
@@ -275,27 +270,23 @@ export const cloudyServicebus: DestinationTypeDefinition = {
         } catch (err) {
           return hostFailure(err, namespace.hostname)
         }
-        if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        let current: Connection | undefined
         try {
-          const { sender } = open(checked)
-          await sender.sendMessages(
+          current = await connection.get(signal, checked)
+          await current.sender.sendMessages(
             { body: message.data, contentType: 'application/json', messageId: message.id, subject: message.topic, applicationProperties: message.metadata },
-            { abortSignal: AbortSignal.timeout(context.timeoutMs) },
+            { abortSignal: signal },
           )
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: message.id }) }
         } catch (err) {
-          const result = failure(err, connectionString)
+          const result = failureOf(err, describeServiceBusError, { signal, secrets })
           // A broken connection or link is rebuilt by the next attempt rather than trusted to recover.
-          if (result.error_kind !== 'rejected' && result.error_kind !== 'throttled') discard()
+          if (current && result.error_kind !== 'rejected' && result.error_kind !== 'throttled') connection.drop(current)
           return result
         }
       },
-      async close() {
-        if (closed) return
-        closed = true
-        discard()
-        await Promise.all(closing)
-      },
+      close: () => connection.close(),
     }
   },
 }

@@ -4,8 +4,11 @@ import * as v from 'valibot'
 import { OutflowError, type ErrorData } from '../errors.js'
 import { issuesToData } from '../model/common.js'
 import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
+import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
-import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { ErrorKind } from '../model/attempt-result.js'
+import { failureOf, type FailureDescription } from './failure.js'
+import { lazyConnection } from './lazy-connection.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
@@ -182,14 +185,10 @@ function classifyPubsubError(err: unknown): { kind: ErrorKind; code: string } {
   return { kind: 'unknown', code: 'ERROR' }
 }
 
-/** A failed attempt with a secret-free text such as `NOT_FOUND: 5 NOT_FOUND: Topic not found`. */
-function failure(err: unknown, privateKey: string | undefined): AttemptResult {
+/** A text such as `NOT_FOUND: 5 NOT_FOUND: Topic not found`. */
+function describePubsubError(err: unknown, message: string): FailureDescription {
   const { kind, code } = classifyPubsubError(err)
-  let text = typeof err === 'object' && err !== null && 'message' in err ? String((err as { message: unknown }).message) : String(err)
-  if (privateKey && privateKey.length >= 16) text = text.split(privateKey).join('****')
-  // A PEM block can surface in parse errors: never record one.
-  text = text.replace(/-----BEGIN [^-]+-----[\s\S]*?(-----END [^-]+-----|$)/g, '****')
-  return { ok: false, error_kind: kind, error: text.startsWith(code) || /^\d+ [A-Z_]+:/.test(text) ? text : `${code}: ${text}`, response_status_code: null, response_body: null }
+  return { kind, error: message.startsWith(code) || /^\d+ [A-Z_]+:/.test(message) ? message : `${code}: ${message}` }
 }
 
 /** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
@@ -234,13 +233,13 @@ interface OpenTopic {
  * so the SDK's own DNS (on every reconnect) cannot be rebound to a private address; a *.googleapis.com client keeps the
  * name, which its TLS certificate must match.
  */
-function openTopic(sdk: typeof PubSubModule, options: PubSubModule.ClientConfig, config: PubsubConfig, timeoutMs: number, pin: string | undefined): OpenTopic {
+function openTopic(sdk: typeof PubSubModule, options: PubSubModule.ClientConfig, config: PubsubConfig, pin: string | undefined): OpenTopic {
   const client = new sdk.PubSub({ ...options, ...(pin && config.endpoint ? { apiEndpoint: pinnedEndpoint(config.endpoint, pin) } : {}) })
   const topic = client.topic(config.topic, {
     // One message per Publish call, sent at once: each delivery is its own attempt.
     batching: { maxMessages: 1, maxMilliseconds: 0 },
     // The delivery pipeline owns retries; the SDK's own (up to 10 minutes) would hide failures.
-    gaxOpts: { timeout: timeoutMs, retry: null },
+    gaxOpts: { retry: null },
   })
   return { client, topic, pinned: pin !== undefined }
 }
@@ -278,24 +277,12 @@ export const cloudzPubsub: DestinationTypeDefinition = {
     const host = config.endpoint === undefined ? undefined : endpointHost(config.endpoint)
     const refused = host === undefined ? undefined : privateHostError(host, context)
     const emulator = isEmulatorEndpoint(config.endpoint)
-    let open: OpenTopic | undefined
-    const closing = new Set<Promise<void>>()
-    let closed = false
-
-    /** Forget a client and close it in the background; close() waits for it. */
-    function discard(current: OpenTopic | undefined): void {
-      if (!current) return
-      if (open === current) open = undefined
-      const done: Promise<void> = current.client
-        .close()
-        .catch(() => {})
-        .finally(() => closing.delete(done))
-      closing.add(done)
-    }
+    // Opened by the first publish (and again after a pinned client failed), with the addresses just checked.
+    const connection = lazyConnection({ open: (_signal, pin: string | undefined) => openTopic(sdk, options, config, pin), close: (open: OpenTopic) => open.client.close() })
 
     return {
-      async publish(message) {
-        if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+      async publish(message, { signal }) {
+        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         let checked: LookupAddress[] | undefined
         if (host !== undefined) {
@@ -305,28 +292,23 @@ export const cloudzPubsub: DestinationTypeDefinition = {
           } catch (err) {
             return hostFailure(err, host)
           }
-          if (closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+          if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
         }
         let current: OpenTopic | undefined
         try {
-          // Opened by the first publish (and again after a pinned client failed), with the addresses just checked.
-          current = open ??= openTopic(sdk, options, config, context.timeoutMs, emulator ? checked?.[0]?.address : undefined)
+          current = await connection.get(signal, emulator ? checked?.[0]?.address : undefined)
           const data = Buffer.from(JSON.stringify(message.data ?? null), 'utf8')
-          const messageId = await current.topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) })
+          // The SDK takes no signal: the attempt stops waiting at its deadline, and the call's late outcome is ignored.
+          const messageId = await untilAborted(current.topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) }), signal)
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: messageId }) }
         } catch (err) {
-          const result = failure(err, privateKey)
+          const result = failureOf(err, describePubsubError, { signal, secrets: [privateKey] })
           // A pinned client resolves again on the next publish: the emulator may have moved.
-          if (current?.pinned && (result.error_kind === 'network' || result.error_kind === 'timeout')) discard(current)
+          if (current?.pinned && (result.error_kind === 'network' || result.error_kind === 'timeout')) connection.drop(current)
           return result
         }
       },
-      async close() {
-        if (closed) return
-        closed = true
-        discard(open)
-        await Promise.all(closing)
-      },
+      close: () => connection.close(),
     }
   },
 }

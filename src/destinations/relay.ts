@@ -138,7 +138,7 @@ export const relay: DestinationTypeDefinition = {
     const allowPrivateNetworks = isHttpUrl(configured) ? context.allowPrivateNetworks : true
 
     return {
-      async publish(message) {
+      async publish(message, { signal }) {
         if (!url) {
           return { ok: false, error_kind: 'configuration', error: 'no relay URL: set config.url on the destination or relayUrl on the engine' }
         }
@@ -153,7 +153,7 @@ export const relay: DestinationTypeDefinition = {
           'webhook-signature': relaySignature(token, message.id, timestamp, body),
         }
         try {
-          const response = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks, timeoutMs: context.timeoutMs })
+          const response = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks, signal })
           return httpAttemptResult(response)
         } catch (err) {
           return attemptResultFromError(err)

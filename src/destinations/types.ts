@@ -30,16 +30,23 @@ export interface PublisherDestination {
 export interface PublisherContext {
   /** Allow webhook targets on loopback/private/link-local addresses (dev and tests). */
   allowPrivateNetworks: boolean
-  /** Per-attempt timeout, ms. */
-  timeoutMs: number
   /** `outflow/<version>` */
   userAgent: string
   /** Base URL of the event-gateway relay (relay destinations). */
   relayUrl?: string
 }
 
+/** What comes with each publish besides the message. */
+export interface PublishOptions {
+  /**
+   * The attempt's deadline, set by the worker. A publisher stops waiting once it aborts (passing it on to its
+   * SDK where the SDK takes one) and reports the attempt as a `timeout`.
+   */
+  signal: AbortSignal
+}
+
 export interface Publisher {
-  publish(message: DeliveryMessage): Promise<AttemptResult>
+  publish(message: DeliveryMessage, options: PublishOptions): Promise<AttemptResult>
   close(): Promise<void>
 }
 

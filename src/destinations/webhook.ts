@@ -2,7 +2,7 @@ import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
 import { generateWebhookSecret, webhookSignatureHeader } from '../net/signing.js'
 import type { AttemptResult } from '../model/attempt-result.js'
-import type { CredentialsInput, DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import type { CredentialsInput, DeliveryMessage, DestinationTypeDefinition, Publisher, PublishOptions } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 /** How long a rotated-out secret keeps signing when no `previous_secret_invalid_at` is given. */
@@ -287,7 +287,7 @@ export const webhook: DestinationTypeDefinition = {
     const customHeaders = lowerCaseKeys(config.custom_headers)
     const credentials = destination.credentials
     return {
-      async publish(message: DeliveryMessage): Promise<AttemptResult> {
+      async publish(message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> {
         const secrets = activeSecrets(credentials, Date.now())
         if (secrets.length === 0) return { ok: false, error_kind: 'configuration', error: 'the webhook has no signing secret' }
         const body = JSON.stringify(message.data ?? null)
@@ -303,7 +303,7 @@ export const webhook: DestinationTypeDefinition = {
           'webhook-signature': webhookSignatureHeader(secrets, message.id, timestamp, body),
         }
         try {
-          const response = await sendHttp(config.url, { method: 'POST', headers, body }, context)
+          const response = await sendHttp(config.url, { method: 'POST', headers, body }, { allowPrivateNetworks: context.allowPrivateNetworks, signal })
           return httpAttemptResult(response)
         } catch (err) {
           return attemptResultFromError(err)

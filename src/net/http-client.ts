@@ -28,8 +28,8 @@ export class DeliveryError extends Error {
 export interface HttpClientOptions {
   /** Allow loopback/private/link-local targets (development and tests only). */
   allowPrivateNetworks: boolean
-  /** Deadline of the whole exchange (connect, headers and body), ms. */
-  timeoutMs: number
+  /** Deadline of the whole exchange (connect, headers and body); once it aborts, the exchange fails as a `timeout`. */
+  signal: AbortSignal
 }
 
 /** What is recorded of a response. */
@@ -123,7 +123,9 @@ const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOU
 
 function toDeliveryError(err: unknown, signal: AbortSignal): DeliveryError {
   if (err instanceof DeliveryError) return err
-  if (signal.aborted && signal.reason instanceof DeliveryError) return signal.reason
+  if (signal.aborted) {
+    return signal.reason instanceof DeliveryError ? signal.reason : new DeliveryError('timeout', 'no complete response before the deadline', { cause: signal.reason })
+  }
   const codes = errorCodes(err)
   const message = err instanceof Error ? err.message : String(err)
   if (codes.includes(SSRF_ERROR_CODE)) {
@@ -140,7 +142,7 @@ function toDeliveryError(err: unknown, signal: AbortSignal): DeliveryError {
  * Throws `DeliveryError` with kind `ssrf`, `timeout`, `network` (or `configuration` for an unusable URL).
  *
  * @example
- * const res = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks: false, timeoutMs: 10_000 })
+ * const res = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks: false, signal: AbortSignal.timeout(10_000) })
  */
 export async function sendHttp(url: string, init: HttpRequestInit, options: HttpClientOptions): Promise<HttpResponseSummary> {
   let target: URL
@@ -156,25 +158,18 @@ export async function sendHttp(url: string, init: HttpRequestInit, options: Http
     const literal = ipLiteral(target.hostname)
     if (literal !== null && isPrivateAddress(literal)) throw new DeliveryError('ssrf', ssrfError(literal, literal).message)
   }
-  const controller = new AbortController()
-  const timer = setTimeout(
-    () => controller.abort(new DeliveryError('timeout', `no complete response within ${options.timeoutMs} ms`)),
-    options.timeoutMs,
-  )
   try {
     const response = await poolFor(target.origin, options.allowPrivateNetworks).request({
       path: `${target.pathname}${target.search}`,
       method: init.method,
       headers: init.headers,
       body: init.body,
-      signal: controller.signal,
+      signal: options.signal,
     })
     const body = await readBody(response.body)
     return { status: response.statusCode, headers: flattenHeaders(response.headers), body }
   } catch (err) {
-    throw toDeliveryError(err, controller.signal)
-  } finally {
-    clearTimeout(timer)
+    throw toDeliveryError(err, options.signal)
   }
 }
 

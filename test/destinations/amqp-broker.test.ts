@@ -4,33 +4,12 @@ import amqp from 'amqplib'
 import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { amqpBroker } from '../../src/destinations/amqp-broker.js'
-import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { closedPort, messageBuilder, publishersFor } from '../support/publishers.js'
+import { startRabbitExchange } from '../support/emulators.js'
 import { amqpAvailable, amqpUrl } from '../support/services.js'
 
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5_000, userAgent: 'outflow/test' }
 const broker = new URL(amqpUrl)
-const brokerHostPort = `${broker.hostname}:${broker.port || 5672}`
-const credentials = { username: decodeURIComponent(broker.username || 'guest'), password: decodeURIComponent(broker.password || 'guest') }
-
-function destination(config: Record<string, unknown>, creds: Record<string, unknown> = credentials): PublisherDestination {
-  return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'amqp_broker', config, credentials: creds }
-}
-
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  const id = `evt_${randomUUID()}`
-  const time = new Date('2025-03-01T12:00:00.000Z')
-  return {
-    id,
-    tenant_id: 'acme',
-    destination_id: 'des_1',
-    topic: 'order.created',
-    time,
-    data: { order: 42, items: ['a', 'b'] },
-    metadata: { 'event-id': id, topic: 'order.created', timestamp: String(time.getTime() / 1000), region: 'eu' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({ metadata: { region: 'eu' } })
 
 /** A TCP relay in front of the broker, so the test can count and cut the publisher's connections. */
 async function startProxy(): Promise<{ port: number; connections: () => number; open: () => number; cutAll: () => void; close: () => Promise<void> }> {
@@ -56,22 +35,22 @@ async function startProxy(): Promise<{ port: number; connections: () => number; 
 }
 
 describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
-  let admin: amqp.ChannelModel
+  let rabbit: Awaited<ReturnType<typeof startRabbitExchange>>
+  let brokerHostPort: string
+  let credentials: { username: string; password: string }
   let channel: amqp.Channel
-  const exchange = `outflow-test-${randomUUID()}`
+  let exchange: string
   let queue: string
+  const publishers = publishersFor(amqpBroker, { credentials: () => credentials })
 
   beforeAll(async () => {
-    admin = await amqp.connect(amqpUrl)
-    channel = await admin.createChannel()
-    await channel.assertExchange(exchange, 'topic', { durable: false, autoDelete: false })
-    queue = (await channel.assertQueue('', { exclusive: true })).queue
-    await channel.bindQueue(queue, exchange, '#')
+    rabbit = await startRabbitExchange()
+    ;({ brokerHostPort, credentials, channel, exchange, queue } = rabbit)
   })
 
   afterAll(async () => {
-    await channel?.deleteExchange(exchange).catch(() => {})
-    await admin?.close()
+    await publishers.closeAll()
+    await rabbit?.close()
   })
 
   /** The next message on `name`; the publisher already awaited the broker confirm, so it is enqueued. */
@@ -84,7 +63,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
   }
 
   it('publishes the data as JSON with the metadata as headers, routed by the topic by default', async () => {
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange }), context)
+    const publisher = await publishers.open({ server_url: brokerHostPort, exchange })
     const m = message()
     try {
       expect(await publisher.publish(m)).toMatchObject({ ok: true })
@@ -104,7 +83,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
   })
 
   it('uses an explicit routing_key and accepts an amqp:// server URL with the default vhost', async () => {
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: `amqp://${brokerHostPort}/`, exchange, routing_key: 'orders.all' }), context)
+    const publisher = await publishers.open({ server_url: `amqp://${brokerHostPort}/`, exchange, routing_key: 'orders.all' })
     try {
       expect(await publisher.publish(message())).toMatchObject({ ok: true })
     } finally {
@@ -115,7 +94,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
 
   it('routes through the default exchange to the queue named by routing_key', async () => {
     const direct = (await channel.assertQueue('', { exclusive: true })).queue
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange: '', routing_key: direct }), context)
+    const publisher = await publishers.open({ server_url: brokerHostPort, exchange: '', routing_key: direct })
     const m = message({ data: { direct: true } })
     try {
       expect(await publisher.publish(m)).toMatchObject({ ok: true })
@@ -130,7 +109,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
 
   it('reports a wrong password as an authentication failure without revealing the password', async () => {
     const password = 'definitely-not-the-password'
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange }, { username: credentials.username, password }), context)
+    const publisher = await publishers.open({ server_url: brokerHostPort, exchange }, { credentials: { username: credentials.username, password } })
     try {
       const result = await publisher.publish(message())
       expect(result.ok).toBe(false)
@@ -144,7 +123,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
 
   it('reports a missing exchange as not_found, and keeps doing so on the next publish', async () => {
     const missing = `outflow-missing-${randomUUID()}`
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange: missing }), context)
+    const publisher = await publishers.open({ server_url: brokerHostPort, exchange: missing })
     try {
       for (let i = 0; i < 2; i++) {
         const result = await publisher.publish(message())
@@ -157,7 +136,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
   })
 
   it('reports an unknown virtual host as not_found', async () => {
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: `amqp://${brokerHostPort}/outflow-no-such-vhost`, exchange }), context)
+    const publisher = await publishers.open({ server_url: `amqp://${brokerHostPort}/outflow-no-such-vhost`, exchange })
     try {
       const result = await publisher.publish(message())
       expect(result).toMatchObject({ ok: false, error_kind: 'not_found' })
@@ -169,7 +148,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
 
   it('reports a message the broker nacks as rejected', async () => {
     const full = (await channel.assertQueue('', { exclusive: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } })).queue
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: brokerHostPort, exchange: '', routing_key: full }), context)
+    const publisher = await publishers.open({ server_url: brokerHostPort, exchange: '', routing_key: full })
     try {
       expect(await publisher.publish(message())).toMatchObject({ ok: true })
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'rejected' })
@@ -179,13 +158,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
   })
 
   it('reports an unreachable broker as a network failure', async () => {
-    const closedPort = await new Promise<number>((resolve) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address() as net.AddressInfo
-        s.close(() => resolve(port))
-      })
-    })
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: `127.0.0.1:${closedPort}`, exchange }), context)
+    const publisher = await publishers.open({ server_url: `127.0.0.1:${await closedPort()}`, exchange })
     try {
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
     } finally {
@@ -193,10 +166,33 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
     }
   })
 
+  it('reports a broker that does not answer within the deadline as a timeout, and connects afresh for the next attempt', async () => {
+    // Accepts connections and never speaks AMQP.
+    const sockets: net.Socket[] = []
+    let closed = 0
+    const silent = net.createServer((socket) => {
+      sockets.push(socket)
+      socket.resume().on('close', () => closed++)
+    })
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const publisher = await publishers.open({ server_url: `127.0.0.1:${(silent.address() as net.AddressInfo).port}`, exchange })
+    try {
+      for (let i = 0; i < 2; i++) {
+        expect(await publisher.publish(message(), { signal: AbortSignal.timeout(200) })).toMatchObject({ ok: false, error_kind: 'timeout' })
+      }
+      expect(sockets).toHaveLength(2)
+      // The connect each attempt gave up on was abandoned, its socket closed.
+      await vi.waitFor(() => expect(closed).toBe(2))
+    } finally {
+      await publisher.close()
+      sockets.forEach((s) => s.destroy())
+      await new Promise<void>((resolve) => silent.close(() => resolve()))
+    }
+  })
+
   it('refuses a private broker address unless private networks are allowed', async () => {
-    const guarded = { ...context, allowPrivateNetworks: false }
     for (const server_url of [brokerHostPort, `localhost:${broker.port || 5672}`]) {
-      const publisher = await amqpBroker.createPublisher(destination({ server_url, exchange }), guarded)
+      const publisher = await publishers.open({ server_url, exchange }, { context: { allowPrivateNetworks: false } })
       try {
         expect(await publisher.publish(message()), server_url).toMatchObject({ ok: false, error_kind: 'ssrf' })
       } finally {
@@ -207,7 +203,7 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
 
   it('reuses one connection across publishes, reconnects after losing it, and releases it on close()', async () => {
     const proxy = await startProxy()
-    const publisher = await amqpBroker.createPublisher(destination({ server_url: `127.0.0.1:${proxy.port}`, exchange, routing_key: 'reuse' }), context)
+    const publisher = await publishers.open({ server_url: `127.0.0.1:${proxy.port}`, exchange, routing_key: 'reuse' })
     try {
       expect(await publisher.publish(message())).toMatchObject({ ok: true })
       expect(await publisher.publish(message())).toMatchObject({ ok: true })

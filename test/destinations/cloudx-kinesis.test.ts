@@ -1,96 +1,47 @@
-import { randomUUID } from 'node:crypto'
-import type http from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { createRequire } from 'node:module'
-import { NodeHttpHandler } from '@smithy/node-http-handler'
-import { CreateStreamCommand, DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand, KinesisClient } from '@aws-sdk/client-kinesis'
+import { GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-kinesis'
 import * as v from 'valibot'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cloudxKinesis } from '../../src/destinations/cloudx-kinesis.js'
 import type { AttemptResult } from '../../src/model/attempt-result.js'
-import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { startKinesalite } from '../support/emulators.js'
+import { closedPort, messageBuilder, publishersFor } from '../support/publishers.js'
 
-/** kinesalite ships no type declarations: it exports a factory of a node:http server. */
-const kinesalite = createRequire(import.meta.url)('kinesalite') as (options: Record<string, unknown>) => http.Server
-
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 10_000, userAgent: 'outflow/test' }
-const credentials = { key: 'AKIDEXAMPLE', secret: 'kinesalite-does-not-check-this' }
-
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  const id = `evt_${randomUUID()}`
-  const time = new Date('2025-03-01T12:00:00.000Z')
-  return {
-    id,
-    tenant_id: 'acme',
-    destination_id: 'des_1',
-    topic: 'order.paid',
-    time,
-    data: { customer: 'cus_9', amount: 300 },
-    metadata: { 'event-id': id, topic: 'order.paid', timestamp: String(time.getTime() / 1000), source: 'checkout' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({ topic: 'order.paid', data: { customer: 'cus_9', amount: 300 }, metadata: { source: 'checkout' } })
 
 describe('cloudx_kinesis destination (kinesalite)', () => {
-  let server: http.Server
-  let endpoint: string
-  let admin: KinesisClient
-  const stream = `outflow-${randomUUID().slice(0, 8)}`
-
-  function destination(config: Record<string, unknown> = {}): PublisherDestination {
-    return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'cloudx_kinesis', config: { stream_name: stream, region: 'us-east-1', endpoint, ...config }, credentials }
-  }
-
-  async function deliver(config: Record<string, unknown>, m: DeliveryMessage, ctx = context): Promise<AttemptResult> {
-    const publisher = await cloudxKinesis.createPublisher(destination(config), ctx)
-    try {
-      return await publisher.publish(m)
-    } finally {
-      await publisher.close()
-    }
-  }
+  let kinesis: Awaited<ReturnType<typeof startKinesalite>>
+  const publishers = publishersFor(cloudxKinesis, {
+    config: () => ({ stream_name: kinesis.stream, region: 'us-east-1', endpoint: kinesis.endpoint }),
+    credentials: () => kinesis.credentials,
+  })
+  const deliver = publishers.deliver
 
   /** Read back the record a successful attempt wrote, by the shard and sequence number it reported. */
   async function readRecord(result: AttemptResult): Promise<{ partitionKey: string; body: unknown }> {
     const receipt = JSON.parse(result.response_body!) as { shard_id: string; sequence_number: string }
-    const { ShardIterator } = await admin.send(
-      new GetShardIteratorCommand({ StreamName: stream, ShardId: receipt.shard_id, ShardIteratorType: 'AT_SEQUENCE_NUMBER', StartingSequenceNumber: receipt.sequence_number }),
+    const { ShardIterator } = await kinesis.admin.send(
+      new GetShardIteratorCommand({ StreamName: kinesis.stream, ShardId: receipt.shard_id, ShardIteratorType: 'AT_SEQUENCE_NUMBER', StartingSequenceNumber: receipt.sequence_number }),
     )
-    const { Records = [] } = await admin.send(new GetRecordsCommand({ ShardIterator, Limit: 1 }))
+    const { Records = [] } = await kinesis.admin.send(new GetRecordsCommand({ ShardIterator, Limit: 1 }))
     const record = Records[0]
     expect(record?.SequenceNumber).toBe(receipt.sequence_number)
     return { partitionKey: record!.PartitionKey!, body: JSON.parse(Buffer.from(record!.Data!).toString('utf8')) }
   }
 
   beforeAll(async () => {
-    server = kinesalite({ createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0 })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    // kinesalite speaks HTTP/1.1 only; the Kinesis client defaults to HTTP/2.
-    admin = new KinesisClient({
-      region: 'us-east-1',
-      endpoint,
-      credentials: { accessKeyId: credentials.key, secretAccessKey: credentials.secret },
-      requestHandler: new NodeHttpHandler(),
-    })
-    await admin.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 2 }))
-    await vi.waitFor(async () => {
-      const { StreamDescription } = await admin.send(new DescribeStreamCommand({ StreamName: stream }))
-      expect(StreamDescription?.StreamStatus).toBe('ACTIVE')
-    })
+    kinesis = await startKinesalite({ shards: 2 })
   })
 
   afterAll(async () => {
-    admin?.destroy()
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()))
+    await publishers.closeAll()
+    await kinesis?.close()
   })
 
   it('puts { metadata, data } as UTF-8 JSON, partitioned by the event id', async () => {
     const m = message()
     const result = await deliver({}, m)
     expect(result).toMatchObject({ ok: true, response_status_code: 200 })
-    expect(JSON.parse(result.response_body!)).toMatchObject({ stream, partition_key: m.id })
+    expect(JSON.parse(result.response_body!)).toMatchObject({ stream: kinesis.stream, partition_key: m.id })
     const record = await readRecord(result)
     expect(record.partitionKey).toBe(m.id)
     expect(record.body).toEqual({ metadata: m.metadata, data: m.data })
@@ -110,7 +61,7 @@ describe('cloudx_kinesis destination (kinesalite)', () => {
   })
 
   it('reuses one client for several records', async () => {
-    const publisher = await cloudxKinesis.createPublisher(destination(), context)
+    const publisher = await publishers.open()
     try {
       const [a, b] = [message(), message()]
       const ra = await publisher.publish(a)
@@ -134,15 +85,11 @@ describe('cloudx_kinesis destination (kinesalite)', () => {
   })
 
   it('refuses a loopback endpoint unless private networks are allowed', async () => {
-    expect(await deliver({}, message(), { ...context, allowPrivateNetworks: false })).toMatchObject({ ok: false, error_kind: 'ssrf' })
+    expect(await deliver({}, message(), { context: { allowPrivateNetworks: false } })).toMatchObject({ ok: false, error_kind: 'ssrf' })
   })
 
   it('reports an unreachable endpoint as a network failure', async () => {
-    const closed = kinesalite({})
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-    const port = (closed.address() as AddressInfo).port
-    await new Promise<void>((resolve) => closed.close(() => resolve()))
-    expect(await deliver({ endpoint: `http://127.0.0.1:${port}` }, message())).toMatchObject({ ok: false, error_kind: 'network' })
+    expect(await deliver({ endpoint: `http://127.0.0.1:${await closedPort()}` }, message())).toMatchObject({ ok: false, error_kind: 'network' })
   })
 })
 

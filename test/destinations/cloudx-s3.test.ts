@@ -1,80 +1,29 @@
-import { randomUUID } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
-import os from 'node:os'
-import path from 'node:path'
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3'
 import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cloudxS3 } from '../../src/destinations/cloudx-s3.js'
-import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import { startS3rver } from '../support/emulators.js'
+import { messageBuilder, publishersFor } from '../support/publishers.js'
 
-/** s3rver ships no type declarations; this is the part of its API the suite uses. */
-interface S3rverInstance {
-  run(): Promise<{ address: string; port: number }>
-  close(): Promise<void>
-}
-const S3rver = createRequire(import.meta.url)('s3rver') as new (options: Record<string, unknown>) => S3rverInstance
-
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 10_000, userAgent: 'outflow/test' }
-// s3rver checks signatures against this fixed key pair.
-const credentials = { key: 'S3RVER', secret: 'S3RVER' }
-
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  const id = `evt_${randomUUID()}`
-  const time = new Date('2025-03-01T12:00:00.000Z')
-  return {
-    id,
-    tenant_id: 'acme',
-    destination_id: 'des_1',
-    topic: 'order.created',
-    time,
-    data: { customer: 'cus_7', total: 12.5 },
-    metadata: { 'event-id': id, topic: 'order.created', timestamp: String(time.getTime() / 1000), plan: 'pro' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({ data: { customer: 'cus_7', total: 12.5 }, metadata: { plan: 'pro' } })
 
 describe('cloudx_s3 destination (s3rver)', () => {
-  let server: S3rverInstance
-  let directory: string
-  let endpoint: string
-  let admin: S3Client
-  const bucket = `outflow-${randomUUID().slice(0, 8)}`
-
-  function destination(config: Record<string, unknown> = {}, creds: Record<string, unknown> = credentials): PublisherDestination {
-    return { id: `des_${randomUUID()}`, tenant_id: 'acme', type: 'cloudx_s3', config: { bucket, region: 'us-east-1', endpoint, ...config }, credentials: creds }
-  }
-
-  /** Publish one message through a fresh publisher and close it. */
-  async function deliver(config: Record<string, unknown>, m: DeliveryMessage, ctx = context, creds?: Record<string, unknown>) {
-    const publisher = await cloudxS3.createPublisher(destination(config, creds), ctx)
-    try {
-      return await publisher.publish(m)
-    } finally {
-      await publisher.close()
-    }
-  }
+  let s3: Awaited<ReturnType<typeof startS3rver>>
+  const publishers = publishersFor(cloudxS3, { config: () => ({ bucket: s3.bucket, region: 'us-east-1', endpoint: s3.endpoint }), credentials: () => s3.credentials })
+  const deliver = publishers.deliver
 
   async function read(key: string) {
-    const object = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))
+    const object = await s3.admin.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
     return { object, body: JSON.parse(await object.Body!.transformToString('utf8')) as unknown }
   }
 
   beforeAll(async () => {
-    directory = await mkdtemp(path.join(os.tmpdir(), 'outflow-s3rver-'))
-    server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory })
-    const { port } = await server.run()
-    endpoint = `http://127.0.0.1:${port}`
-    admin = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } })
-    await admin.send(new CreateBucketCommand({ Bucket: bucket }))
+    s3 = await startS3rver()
   })
 
   afterAll(async () => {
-    admin?.destroy()
-    await server?.close()
-    if (directory) await rm(directory, { recursive: true, force: true })
+    await publishers.closeAll()
+    await s3?.close()
   })
 
   it('stores the data as JSON under <topic>/<time>_<id>.json with the metadata as object metadata', async () => {
@@ -82,7 +31,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
     const result = await deliver({}, m)
     const key = `order.created/2025-03-01T12:00:00.000Z_${m.id}.json`
     expect(result).toMatchObject({ ok: true, response_status_code: 200 })
-    expect(JSON.parse(result.response_body!)).toMatchObject({ bucket, key })
+    expect(JSON.parse(result.response_body!)).toMatchObject({ bucket: s3.bucket, key })
     const { object, body } = await read(key)
     expect(body).toEqual(m.data)
     expect(object.ContentType).toBe('application/json')
@@ -102,7 +51,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
   it('applies storage_class', async () => {
     const m = message()
     expect(await deliver({ key_template: 'id', storage_class: 'STANDARD_IA' }, m)).toMatchObject({ ok: true })
-    const head = await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: m.id }))
+    const head = await s3.admin.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: m.id }))
     expect(head.StorageClass).toBe('STANDARD_IA')
   })
 
@@ -114,7 +63,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
   })
 
   it('reuses one client for several deliveries', async () => {
-    const publisher = await cloudxS3.createPublisher(destination({ key_template: 'id' }), context)
+    const publisher = await publishers.open({ key_template: 'id' })
     const [a, b] = [message(), message()]
     try {
       expect(await publisher.publish(a)).toMatchObject({ ok: true })
@@ -127,7 +76,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
   })
 
   it('reports a missing bucket as not_found', async () => {
-    const publisher = await cloudxS3.createPublisher({ ...destination(), config: { bucket: 'no-such-bucket-here', region: 'us-east-1', endpoint } }, context)
+    const publisher = await publishers.open({ bucket: 'no-such-bucket-here' })
     try {
       const result = await publisher.publish(message())
       expect(result).toMatchObject({ ok: false, error_kind: 'not_found', response_status_code: 404 })
@@ -139,7 +88,7 @@ describe('cloudx_s3 destination (s3rver)', () => {
 
   // s3rver does not verify SigV4 signatures (so a wrong secret passes there); it does refuse unknown access keys.
   it('reports an unknown access key as an authentication failure without the secret', async () => {
-    const result = await deliver({}, message(), context, { key: 'NOBODY', secret: 'not-the-secret-value' })
+    const result = await deliver({}, message(), { credentials: { key: 'NOBODY', secret: 'not-the-secret-value' } })
     expect(result).toMatchObject({ ok: false, error_kind: 'authentication', response_status_code: 403 })
     expect(result.error).toContain('InvalidAccessKeyId')
     expect(result.error).not.toContain('not-the-secret-value')
@@ -152,10 +101,10 @@ describe('cloudx_s3 destination (s3rver)', () => {
   })
 
   it('refuses a loopback endpoint unless private networks are allowed', async () => {
-    const guarded = { ...context, allowPrivateNetworks: false }
+    const guarded = { context: { allowPrivateNetworks: false } }
     expect(await deliver({}, message(), guarded)).toMatchObject({ ok: false, error_kind: 'ssrf' })
     // A DNS name is checked after resolution, at connect time.
-    const viaDns = await deliver({ endpoint: endpoint.replace('127.0.0.1', 'localhost') }, message(), guarded)
+    const viaDns = await deliver({ endpoint: s3.endpoint.replace('127.0.0.1', 'localhost') }, message(), guarded)
     expect(viaDns).toMatchObject({ ok: false, error_kind: 'ssrf' })
   })
 })

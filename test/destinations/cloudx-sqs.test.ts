@@ -1,61 +1,33 @@
-import net from 'node:net'
 import * as v from 'valibot'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cloudxSqs, regionFromQueueUrl } from '../../src/destinations/cloudx-sqs.js'
-import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 import { startFakeSqs, type FakeSqs } from '../fakes/sqs-server.js'
 import { installNetworkSentinel } from '../support/network-sentinel.js'
+import { closedPort, expectOneConnection, messageBuilder, publishersFor } from '../support/publishers.js'
 
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5000, userAgent: 'outflow/test' }
 const key = 'AKIAFAKEOUTFLOW00001'
 const secret = 'fake-secret-0123456789abcdefghijklmnopqrs'
-
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  return {
-    id: 'evt_1',
-    tenant_id: 'acme',
-    destination_id: 'des_sqs',
-    topic: 'order.created',
-    time: new Date('2025-01-02T03:04:05Z'),
-    data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
-    metadata: { 'event-id': 'evt_1', topic: 'order.created', timestamp: '1735787045' },
-    attempt: 1,
-    ...overrides,
-  }
-}
-
-function destination(config: Record<string, unknown>, credentials: Record<string, unknown> = { key, secret }): PublisherDestination {
-  return { id: 'des_sqs', tenant_id: 'acme', type: 'cloudx_sqs', config, credentials }
-}
+const message = messageBuilder({
+  id: 'evt_1',
+  destination_id: 'des_sqs',
+  time: new Date('2025-01-02T03:04:05Z'),
+  data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
+})
 
 // Sentinel: a socket connect to anything but loopback is stopped before it reaches the network (no DNS, no packet)
 // and fails as ECONNREFUSED. Every stopped host is recorded; a test that does not take them out fails.
 const { stopped } = installNetworkSentinel('refuse')
 
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
-
 describe('cloudx_sqs destination', () => {
   let sqs: FakeSqs
-  const publishers: Publisher[] = []
-
-  async function publisherFor(config: Record<string, unknown>, credentials?: Record<string, unknown>): Promise<Publisher> {
-    const publisher = await cloudxSqs.createPublisher(destination(config, credentials), context)
-    publishers.push(publisher)
-    return publisher
-  }
+  const publishers = publishersFor(cloudxSqs, { id: 'des_sqs', credentials: { key, secret } })
+  const publisherFor = (config: Record<string, unknown>, credentials?: Record<string, unknown>) => publishers.open(config, { credentials })
 
   beforeAll(async () => {
     sqs = await startFakeSqs({ accessKeyId: key, secretAccessKey: secret, queues: ['orders', 'orders.fifo'] })
   })
   afterAll(async () => {
-    await Promise.all(publishers.map((p) => p.close()))
+    await publishers.closeAll()
     await sqs.close()
   })
 
@@ -118,8 +90,8 @@ describe('cloudx_sqs destination', () => {
     it('sends the session token of temporary credentials', async () => {
       const withToken = await startFakeSqs({ accessKeyId: key, secretAccessKey: secret, queues: ['orders'], sessionToken: 'session-token-xyz' })
       try {
-        const ok = await cloudxSqs.createPublisher(destination({ queue_url: withToken.queueUrl('orders') }, { key, secret, session: 'session-token-xyz' }), context)
-        const missing = await cloudxSqs.createPublisher(destination({ queue_url: withToken.queueUrl('orders') }), context)
+        const ok = await publisherFor({ queue_url: withToken.queueUrl('orders') }, { key, secret, session: 'session-token-xyz' })
+        const missing = await publisherFor({ queue_url: withToken.queueUrl('orders') })
         expect((await ok.publish(message())).ok).toBe(true)
         expect(withToken.messages[0]!.sessionToken).toBe('session-token-xyz')
         expect(await missing.publish(message())).toMatchObject({ ok: false, error_kind: 'authentication' })
@@ -132,14 +104,7 @@ describe('cloudx_sqs destination', () => {
     it('reuses one client and connection across publishes, and close() releases it', async () => {
       const own = await startFakeSqs({ accessKeyId: key, secretAccessKey: secret, queues: ['orders'] })
       try {
-        const publisher = await cloudxSqs.createPublisher(destination({ queue_url: own.queueUrl('orders'), endpoint: own.endpoint }), context)
-        expect((await publisher.publish(message())).ok).toBe(true)
-        expect((await publisher.publish(message({ id: 'evt_again' }))).ok).toBe(true)
-        expect(own.messages.map((m) => m.connection)).toEqual([0, 0])
-        expect(own.connections.opened).toBe(1)
-        await publisher.close()
-        await vi.waitFor(() => expect(own.connections.closed).toBe(1))
-        expect(await publisher.publish(message())).toMatchObject({ ok: false })
+        await expectOneConnection(await publisherFor({ queue_url: own.queueUrl('orders'), endpoint: own.endpoint }), own, message)
       } finally {
         await own.close()
       }
@@ -195,11 +160,8 @@ describe('cloudx_sqs destination', () => {
   })
 
   describe('private networks', () => {
-    const guarded: PublisherContext = { ...context, allowPrivateNetworks: false }
-
     async function guardedPublish(config: Record<string, unknown>) {
-      const publisher = await cloudxSqs.createPublisher(destination(config), guarded)
-      publishers.push(publisher)
+      const publisher = await publishers.open(config, { context: { allowPrivateNetworks: false } })
       return publisher.publish(message())
     }
 

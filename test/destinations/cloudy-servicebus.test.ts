@@ -1,29 +1,20 @@
-import dns from 'node:dns'
-import net from 'node:net'
 import * as v from 'valibot'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudyServicebus } from '../../src/destinations/cloudy-servicebus.js'
-import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import type { PublisherContext } from '../../src/destinations/types.js'
 import { startFakeServiceBus, type FakeServiceBus } from '../fakes/servicebus-server.js'
 import { installNetworkSentinel } from '../support/network-sentinel.js'
+import { closedPort, expectOneConnection, messageBuilder, publishersFor, stubDns } from '../support/publishers.js'
 
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5000, userAgent: 'outflow/test' }
 const keyName = 'RootManageSharedAccessKey'
 const key = 'fakeKey0123456789abcdefghijklmnopqrstuvwxyzAB='
-
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  return {
-    id: 'evt_1',
-    tenant_id: 'acme',
-    destination_id: 'des_sb',
-    topic: 'order.created',
-    time: new Date('2025-01-02T03:04:05Z'),
-    data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
-    metadata: { 'event-id': 'evt_1', topic: 'order.created', timestamp: '1735787045', region: 'eu' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({
+  id: 'evt_1',
+  destination_id: 'des_sb',
+  time: new Date('2025-01-02T03:04:05Z'),
+  data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
+  metadata: { region: 'eu' },
+})
 
 // Sentinel: a socket connect to anything but loopback is stopped before it reaches the network (no DNS, no packet)
 // and fails as ECONNREFUSED. Every stopped host is recorded; a test that does not take them out fails.
@@ -33,42 +24,17 @@ afterEach(() => {
   vi.restoreAllMocks()
 })
 
-/**
- * Answer `dns.lookup` from `answers`, which the test may change (a name missing there fails as ENOTFOUND, so no
- * query leaves the machine); `localhost` still resolves. Returns the names looked up.
- */
-function stubDns(answers: Record<string, string>): string[] {
-  const asked: string[] = []
-  const real = dns.lookup
-  vi.spyOn(dns, 'lookup').mockImplementation(((hostname: string, options: dns.LookupAllOptions, callback: (err: Error | null, addresses: dns.LookupAddress[]) => void) => {
-    if (hostname === 'localhost') return (real as (...a: unknown[]) => void)(hostname, options, callback)
-    asked.push(hostname)
-    const address = answers[hostname]
-    if (address === undefined) return process.nextTick(() => callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []))
-    process.nextTick(() => callback(null, [{ address, family: net.isIP(address) }]))
-  }) as never)
-  return asked
-}
-
-function destination(name: string, connectionString: string): PublisherDestination {
-  return { id: 'des_sb', tenant_id: 'acme', type: 'cloudy_servicebus', config: { name }, credentials: { connection_string: connectionString } }
-}
-
 describe('cloudy_servicebus destination', () => {
   let sb: FakeServiceBus
-  const publishers: Publisher[] = []
-
-  async function publisherFor(name: string, connectionString = sb.connectionString()): Promise<Publisher> {
-    const publisher = await cloudyServicebus.createPublisher(destination(name, connectionString), context)
-    publishers.push(publisher)
-    return publisher
-  }
+  const publishers = publishersFor(cloudyServicebus, { id: 'des_sb' })
+  const publisherFor = (name: string, connectionString = sb.connectionString(), context?: Partial<PublisherContext>) =>
+    publishers.open({ name }, { credentials: { connection_string: connectionString }, context })
 
   beforeAll(async () => {
     sb = await startFakeServiceBus({ keyName, key, entities: ['orders', 'events-topic'] })
   })
   afterAll(async () => {
-    await Promise.all(publishers.map((p) => p.close()))
+    await publishers.closeAll()
     await sb.close()
   })
 
@@ -96,17 +62,7 @@ describe('cloudy_servicebus destination', () => {
     it('reuses one connection across publishes, and close() ends it', async () => {
       const own = await startFakeServiceBus({ keyName, key, entities: ['orders'] })
       try {
-        const publisher = await cloudyServicebus.createPublisher(destination('orders', own.connectionString()), context)
-        expect((await publisher.publish(message())).ok).toBe(true)
-        expect((await publisher.publish(message({ id: 'evt_2' }))).ok).toBe(true)
-        expect(own.messages.map((m) => [m.messageId, m.connection])).toEqual([
-          ['evt_1', 0],
-          ['evt_2', 0],
-        ])
-        expect(own.connections.opened).toBe(1)
-        await publisher.close()
-        await vi.waitFor(() => expect(own.connections.closed).toBe(1))
-        expect(await publisher.publish(message())).toMatchObject({ ok: false })
+        await expectOneConnection(await publisherFor('orders', own.connectionString()), own, message)
       } finally {
         await own.close()
       }
@@ -141,10 +97,7 @@ describe('cloudy_servicebus destination', () => {
     })
 
     it('reports an unreachable namespace as network', async () => {
-      const server = net.createServer()
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-      const { port } = server.address() as net.AddressInfo
-      await new Promise((resolve) => server.close(resolve))
+      const port = await closedPort()
       const publisher = await publisherFor('orders', `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=${keyName};SharedAccessKey=${key};UseDevelopmentEmulator=true`)
       const result = await publisher.publish(message())
       expect(result).toMatchObject({ ok: false, error_kind: 'network' })
@@ -158,14 +111,8 @@ describe('cloudy_servicebus destination', () => {
   })
 
   describe('private networks', () => {
-    const guarded: PublisherContext = { ...context, allowPrivateNetworks: false }
     const emulatorString = (endpoint: string) => `Endpoint=${endpoint};SharedAccessKeyName=${keyName};SharedAccessKey=${key};UseDevelopmentEmulator=true`
-
-    async function guardedPublisher(connectionString: string): Promise<Publisher> {
-      const publisher = await cloudyServicebus.createPublisher(destination('orders', connectionString), guarded)
-      publishers.push(publisher)
-      return publisher
-    }
+    const guardedPublisher = (connectionString: string) => publisherFor('orders', connectionString, { allowPrivateNetworks: false })
 
     it('refuses the local emulator by IP literal or by name, without a connection or the key in the text', async () => {
       const before = { messages: sb.messages.length, connections: sb.connections.opened }
@@ -200,7 +147,7 @@ describe('cloudy_servicebus destination', () => {
       expect(result).toMatchObject({ ok: false, error_kind: 'ssrf' })
       expect(result.error).toContain('acme.servicebus.windows.net resolves to 10.1.2.3')
       expect(stopped).toEqual([])
-      expect(asked).toEqual(['acme.servicebus.windows.net', 'acme.servicebus.windows.net'])
+      expect(asked.guard).toEqual(['acme.servicebus.windows.net', 'acme.servicebus.windows.net'])
     })
 
     it('pins an emulator named by DNS to the address it checked, so the SDK never resolves the name itself', async () => {

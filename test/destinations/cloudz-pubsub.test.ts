@@ -1,16 +1,13 @@
-import dns from 'node:dns'
-import net from 'node:net'
 import * as grpc from '@grpc/grpc-js'
 import * as v from 'valibot'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudzPubsub, pubsubDestinationIssues } from '../../src/destinations/cloudz-pubsub.js'
 import { resolvePublicHost } from '../../src/net/endpoint-guard.js'
-import type { DeliveryMessage, Publisher, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
 import { OutflowError } from '../../src/errors.js'
 import { startFakePubsub, type FakePubsub } from '../fakes/pubsub-server.js'
 import { installNetworkSentinel } from '../support/network-sentinel.js'
+import { closedPort, expectOneConnection, messageBuilder, publishersFor, stubDns, testContext } from '../support/publishers.js'
 
-const context: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5000, userAgent: 'outflow/test' }
 const project = 'outflow-test'
 const fullTopic = (topic: string) => `projects/${project}/topics/${topic}`
 const serviceAccount = JSON.stringify({
@@ -21,19 +18,12 @@ const serviceAccount = JSON.stringify({
   client_email: 'outflow@outflow-test.iam.gserviceaccount.com',
 })
 
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  return {
-    id: 'evt_1',
-    tenant_id: 'acme',
-    destination_id: 'des_ps',
-    topic: 'order.created',
-    time: new Date('2025-01-02T03:04:05Z'),
-    data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
-    metadata: { 'event-id': 'evt_1', topic: 'order.created', timestamp: '1735787045' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({
+  id: 'evt_1',
+  destination_id: 'des_ps',
+  time: new Date('2025-01-02T03:04:05Z'),
+  data: { order: 42, items: ['a', 'b'], note: 'ünïcødé' },
+})
 
 // Sentinel: a socket connect to anything but loopback is stopped before it reaches the network (no DNS, no packet)
 // and fails as ECONNREFUSED. Every stopped host is recorded; a test that does not take them out fails.
@@ -43,49 +33,16 @@ afterEach(() => {
   vi.restoreAllMocks()
 })
 
-/**
- * Answer `dns.lookup` from `answers`, which the test may change (a name missing there fails as ENOTFOUND, so no
- * query leaves the machine); `localhost` still resolves. The gRPC resolver's own `dns.promises` lookups always fail.
- * Returns the names looked up, by whom.
- */
-function stubDns(answers: Record<string, string>): { guard: string[]; sdk: string[] } {
-  const asked = { guard: [] as string[], sdk: [] as string[] }
-  const real = dns.lookup
-  vi.spyOn(dns, 'lookup').mockImplementation(((hostname: string, options: dns.LookupAllOptions, callback: (err: Error | null, addresses: dns.LookupAddress[]) => void) => {
-    if (hostname === 'localhost') return (real as (...a: unknown[]) => void)(hostname, options, callback)
-    asked.guard.push(hostname)
-    const address = answers[hostname]
-    if (address === undefined) return process.nextTick(() => callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []))
-    process.nextTick(() => callback(null, [{ address, family: net.isIP(address) }]))
-  }) as never)
-  const refuse = async (hostname: string) => {
-    asked.sdk.push(hostname)
-    throw Object.assign(new Error(`queryA ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
-  }
-  vi.spyOn(dns.promises, 'lookup').mockImplementation(refuse as never)
-  vi.spyOn(dns.promises, 'resolveTxt').mockImplementation(refuse as never)
-  return asked
-}
-
-function destination(config: Record<string, unknown>, credentials: Record<string, unknown> = { service_account_json: '{}' }): PublisherDestination {
-  return { id: 'des_ps', tenant_id: 'acme', type: 'cloudz_pubsub', config, credentials }
-}
-
 describe('cloudz_pubsub destination', () => {
   let pubsub: FakePubsub
-  const publishers: Publisher[] = []
-
-  async function publisherFor(topic: string, endpoint = pubsub.endpoint): Promise<Publisher> {
-    const publisher = await cloudzPubsub.createPublisher(destination({ project_id: project, topic, endpoint }), context)
-    publishers.push(publisher)
-    return publisher
-  }
+  const publishers = publishersFor(cloudzPubsub, { id: 'des_ps', credentials: { service_account_json: '{}' } })
+  const publisherFor = (topic: string, endpoint = pubsub.endpoint) => publishers.open({ project_id: project, topic, endpoint })
 
   beforeAll(async () => {
     pubsub = await startFakePubsub({ topics: [fullTopic('orders'), fullTopic('audit')], forbidden: [fullTopic('secret-topic')] })
   })
   afterAll(async () => {
-    await Promise.all(publishers.map((p) => p.close()))
+    await publishers.closeAll()
     await pubsub.close()
   })
 
@@ -124,14 +81,7 @@ describe('cloudz_pubsub destination', () => {
     it('reuses one client and connection across publishes, and close() releases it', async () => {
       const own = await startFakePubsub({ topics: [fullTopic('orders')] })
       try {
-        const publisher = await cloudzPubsub.createPublisher(destination({ project_id: project, topic: 'orders', endpoint: own.endpoint }), context)
-        expect((await publisher.publish(message())).ok).toBe(true)
-        expect((await publisher.publish(message({ id: 'evt_2' }))).ok).toBe(true)
-        expect(own.messages.map((m) => m.connection)).toEqual([0, 0])
-        expect(own.connections.opened).toBe(1)
-        await publisher.close()
-        await vi.waitFor(() => expect(own.connections.closed).toBe(1))
-        expect(await publisher.publish(message())).toMatchObject({ ok: false })
+        await expectOneConnection(await publisherFor('orders', own.endpoint), own, message)
       } finally {
         await own.close()
       }
@@ -171,28 +121,20 @@ describe('cloudz_pubsub destination', () => {
     })
 
     it('reports an unreachable emulator as network', async () => {
-      const server = net.createServer()
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-      const { port } = server.address() as net.AddressInfo
-      await new Promise((resolve) => server.close(resolve))
-      const publisher = await publisherFor('orders', `127.0.0.1:${port}`)
+      const publisher = await publisherFor('orders', `127.0.0.1:${await closedPort()}`)
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
     })
 
     it('refuses to create a publisher for Google without a complete service-account key', async () => {
-      const create = cloudzPubsub.createPublisher(destination({ project_id: project, topic: 'orders' }, { service_account_json: '{"type":"service_account"}' }), context)
+      const create = publishers.open({ project_id: project, topic: 'orders' }, { credentials: { service_account_json: '{"type":"service_account"}' } })
       await expect(create).rejects.toBeInstanceOf(OutflowError)
     })
   })
 
   describe('private networks', () => {
-    const guarded: PublisherContext = { ...context, allowPrivateNetworks: false }
-
-    async function guardedPublisher(endpoint: string, credentials?: Record<string, unknown>): Promise<Publisher> {
-      const publisher = await cloudzPubsub.createPublisher(destination({ project_id: project, topic: 'orders', endpoint }, credentials), guarded)
-      publishers.push(publisher)
-      return publisher
-    }
+    const guarded = { ...testContext, allowPrivateNetworks: false }
+    const guardedPublisher = (endpoint: string, credentials?: Record<string, unknown>) =>
+      publishers.open({ project_id: project, topic: 'orders', endpoint }, { credentials, context: guarded })
 
     it('refuses the local emulator by IP literal or by name, without a connection', async () => {
       const before = { messages: pubsub.messages.length, connections: pubsub.connections.opened }
@@ -228,11 +170,7 @@ describe('cloudz_pubsub destination', () => {
     it('pins an emulator named by DNS to the address it checked, and checks the name again before every publish', async () => {
       const answers: Record<string, string> = { 'pubsub-emulator.example': '93.184.216.34' }
       const asked = stubDns(answers)
-      const publisher = await cloudzPubsub.createPublisher(destination({ project_id: project, topic: 'orders', endpoint: 'pubsub-emulator.example:8085' }), {
-        ...guarded,
-        timeoutMs: 2000,
-      })
-      publishers.push(publisher)
+      const publisher = await guardedPublisher('pubsub-emulator.example:8085')
       // Public: the SDK connects to the checked address, never resolving the name itself; the sentinel stops it.
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
       expect(new Set(stopped.splice(0))).toEqual(new Set(['93.184.216.34']))

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
@@ -6,7 +5,8 @@ import * as v from 'valibot'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { relay } from '../../src/destinations/relay.js'
 import type { AttemptResult } from '../../src/model/attempt-result.js'
-import type { DeliveryMessage, PublisherContext, PublisherDestination } from '../../src/destinations/types.js'
+import type { PublisherContext } from '../../src/destinations/types.js'
+import { messageBuilder, publishersFor } from '../support/publishers.js'
 
 interface Received {
   path: string
@@ -16,21 +16,12 @@ interface Received {
 
 const token = 'rly_tok_3f9c2a7d1e'
 
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  const id = `evt_${randomUUID()}`
-  const time = new Date('2025-03-01T12:00:00.000Z')
-  return {
-    id,
-    tenant_id: 'acme',
-    destination_id: 'des_relay',
-    topic: 'user.signed_up',
-    time,
-    data: { user: 'u_1', email: 'a@example.com' },
-    metadata: { 'event-id': id, topic: 'user.signed_up', timestamp: String(time.getTime() / 1000), tier: 'gold' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const message = messageBuilder({
+  destination_id: 'des_relay',
+  topic: 'user.signed_up',
+  data: { user: 'u_1', email: 'a@example.com' },
+  metadata: { tier: 'gold' },
+})
 
 describe('relay destination (local relay sink)', () => {
   let server: http.Server
@@ -60,18 +51,14 @@ describe('relay destination (local relay sink)', () => {
     received = []
   })
 
-  function context(relayUrl?: string, allowPrivateNetworks = true): PublisherContext {
-    return { allowPrivateNetworks, timeoutMs: 5_000, userAgent: 'outflow/test', ...(relayUrl ? { relayUrl } : {}) }
+  const publishers = publishersFor(relay, { id: 'des_relay', credentials: { token } })
+
+  function context(relayUrl?: string, allowPrivateNetworks = true): Partial<PublisherContext> {
+    return { allowPrivateNetworks, ...(relayUrl ? { relayUrl } : {}) }
   }
 
-  async function deliver(config: Record<string, unknown>, ctx: PublisherContext, m = message()): Promise<AttemptResult> {
-    const destination: PublisherDestination = { id: m.destination_id, tenant_id: m.tenant_id, type: 'relay', config, credentials: { token } }
-    const publisher = await relay.createPublisher(destination, ctx)
-    try {
-      return await publisher.publish(m)
-    } finally {
-      await publisher.close()
-    }
+  function deliver(config: Record<string, unknown>, ctx: Partial<PublisherContext>, m = message()): Promise<AttemptResult> {
+    return publishers.deliver(config, m, { context: ctx })
   }
 
   it('posts the signed envelope with the bearer token to the engine relay URL', async () => {

@@ -5,9 +5,10 @@ import * as v from 'valibot'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { closeHttpClients, httpAttemptResult, parseRetryAfter, RESPONSE_BODY_LIMIT } from '../../src/net/http-client.js'
 import { generateWebhookSecret, signWebhook } from '../../src/net/signing.js'
-import type { DeliveryMessage, Publisher, PublisherContext } from '../../src/destinations/types.js'
+import type { PublisherContext } from '../../src/destinations/types.js'
 import { webhook } from '../../src/destinations/webhook.js'
 import { installNetworkSentinel } from '../support/network-sentinel.js'
+import { messageBuilder, publishersFor, type TestPublisher } from '../support/publishers.js'
 
 // Sentinel: every socket connect in this file is recorded; one to a non-loopback host throws and fails the test,
 // so a broken SSRF guard can never put traffic on the network.
@@ -65,37 +66,20 @@ async function startReceiver(): Promise<Receiver> {
   return receiver
 }
 
-const devContext: PublisherContext = { allowPrivateNetworks: true, timeoutMs: 5000, userAgent: 'outflow/test' }
 const data = { id: 'ord_1', amount: 250, items: [{ sku: 'A-1', qty: 2 }], note: 'café ✓' }
+const message = messageBuilder({ id: 'evt_123', data })
 
-function message(overrides: Partial<DeliveryMessage> = {}): DeliveryMessage {
-  return {
-    id: 'evt_123',
-    tenant_id: 'acme',
-    destination_id: 'des_1',
-    topic: 'order.created',
-    time: new Date('2025-03-01T12:00:00Z'),
-    data,
-    metadata: { 'event-id': 'evt_123', topic: 'order.created', timestamp: '1740830400' },
-    attempt: 1,
-    ...overrides,
-  }
-}
+const publishers = publishersFor(webhook, { id: 'des_1' })
+afterAll(() => publishers.closeAll())
 
-const publishers: Publisher[] = []
-async function publisherFor(
+/** A webhook publisher of `url`; without credentials, a destination created without a secret (one is generated). */
+function publisherFor(
   url: string,
   { credentials, customHeaders, context }: { credentials?: Record<string, unknown>; customHeaders?: Record<string, string>; context?: Partial<PublisherContext> } = {},
-): Promise<Publisher> {
+): Promise<TestPublisher> {
   const config: Record<string, unknown> = customHeaders ? { url, custom_headers: customHeaders } : { url }
-  const creds = credentials ?? webhook.prepareCredentials!({ credentials: {}, now: new Date() })
-  const publisher = await webhook.createPublisher({ id: 'des_1', tenant_id: 'acme', type: 'webhook', config, credentials: creds }, { ...devContext, ...context })
-  publishers.push(publisher)
-  return publisher
+  return publishers.open(config, { credentials: credentials ?? webhook.prepareCredentials!({ credentials: {}, now: new Date() }), context })
 }
-afterAll(async () => {
-  await Promise.all(publishers.map((p) => p.close()))
-})
 
 function verify(secret: string, got: Received): unknown {
   return new Webhook(secret).verify(got.body, got.headers)
@@ -222,7 +206,7 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
 
   it('times out against a receiver that never answers', async () => {
     receiver.respond = () => undefined
-    const result = await (await publisherFor(receiver.url, { context: { timeoutMs: 200 } })).publish(message())
+    const result = await (await publisherFor(receiver.url)).publish(message(), { signal: AbortSignal.timeout(200) })
     expect(result).toMatchObject({ ok: false, error_kind: 'timeout', response_status_code: null })
     expect(receiver.received).toHaveLength(1)
   })

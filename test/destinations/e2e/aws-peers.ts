@@ -1,19 +1,9 @@
-import { randomUUID } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import type http from 'node:http'
-import { createRequire } from 'node:module'
-import type { AddressInfo } from 'node:net'
-import os from 'node:os'
-import path from 'node:path'
-import { CreateStreamCommand, DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand, KinesisClient } from '@aws-sdk/client-kinesis'
-import { CreateBucketCommand, GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3'
-import { NodeHttpHandler } from '@smithy/node-http-handler'
+import { GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-kinesis'
+import { GetObjectCommand, NoSuchKey } from '@aws-sdk/client-s3'
 import { expect } from 'vitest'
 import { startFakeSqs } from '../../fakes/sqs-server.js'
-import { waitFor } from '../../support/receiver.js'
+import { startKinesalite, startS3rver } from '../../support/emulators.js'
 import type { Peer, Received, Sent } from './peer.js'
-
-const require = createRequire(import.meta.url)
 
 /** The fake SQS endpoint (SigV4 verified) with one queue; it records what the real SDK sent. */
 export async function startSqsPeer(): Promise<Peer> {
@@ -35,32 +25,11 @@ export async function startSqsPeer(): Promise<Peer> {
   }
 }
 
-/** kinesalite ships no type declarations: it exports a factory of a node:http server. */
-const kinesalite = require('kinesalite') as (options: Record<string, unknown>) => http.Server
-
 /** kinesalite in-process with a one-shard stream; records are read back from the start of the shard. */
 export async function startKinesisPeer(): Promise<Peer> {
-  const credentials = { key: 'AKIDE2EEXAMPLE', secret: 'kinesalite-does-not-check-this' }
-  const stream = `outflow-e2e-${randomUUID().slice(0, 8)}`
-  const server = kinesalite({ createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0 })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  // kinesalite speaks HTTP/1.1 only; the Kinesis client defaults to HTTP/2.
-  const admin = new KinesisClient({
-    region: 'us-east-1',
-    endpoint,
-    credentials: { accessKeyId: credentials.key, secretAccessKey: credentials.secret },
-    requestHandler: new NodeHttpHandler(),
-  })
-  await admin.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 1 }))
-  const shardId = await waitFor(
-    async () => {
-      const { StreamDescription } = await admin.send(new DescribeStreamCommand({ StreamName: stream }))
-      return StreamDescription?.StreamStatus === 'ACTIVE' && StreamDescription.Shards?.[0]?.ShardId
-    },
-    10_000,
-    'the Kinesis stream to become active',
-  )
+  const kinesis = await startKinesalite()
+  const { admin, stream, endpoint, credentials } = kinesis
+  const shardId = kinesis.shardIds[0]!
   return {
     target: { config: { stream_name: stream, region: 'us-east-1', endpoint }, credentials },
     async read(sent: Sent): Promise<Received[]> {
@@ -75,31 +44,14 @@ export async function startKinesisPeer(): Promise<Peer> {
         return [{ data: body.data, metadata: body.metadata }]
       })
     },
-    async close() {
-      admin.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    close: () => kinesis.close(),
   }
 }
 
-/** s3rver ships no type declarations; this is the part of its API the peer uses. */
-interface S3rverInstance {
-  run(): Promise<{ address: string; port: number }>
-  close(): Promise<void>
-}
-const S3rver = require('s3rver') as new (options: Record<string, unknown>) => S3rverInstance
-
 /** s3rver in-process with one bucket; objects are named `e2e/<event id>.json` by the destination's key_template. */
 export async function startS3Peer(): Promise<Peer> {
-  // s3rver checks requests against this fixed key pair.
-  const credentials = { key: 'S3RVER', secret: 'S3RVER' }
-  const bucket = `outflow-e2e-${randomUUID().slice(0, 8)}`
-  const directory = await mkdtemp(path.join(os.tmpdir(), 'outflow-e2e-s3rver-'))
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory })
-  const { port } = await server.run()
-  const endpoint = `http://127.0.0.1:${port}`
-  const admin = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true, credentials: { accessKeyId: credentials.key, secretAccessKey: credentials.secret } })
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }))
+  const s3 = await startS3rver()
+  const { admin, bucket, endpoint, credentials } = s3
   return {
     target: { config: { bucket, region: 'us-east-1', endpoint, key_template: "join('', ['e2e/', id, '.json'])" }, credentials },
     async read(sent: Sent): Promise<Received[]> {
@@ -112,10 +64,6 @@ export async function startS3Peer(): Promise<Peer> {
         throw err
       }
     },
-    async close() {
-      admin.destroy()
-      await server.close()
-      await rm(directory, { recursive: true, force: true })
-    },
+    close: () => s3.close(),
   }
 }

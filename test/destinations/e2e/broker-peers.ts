@@ -1,31 +1,20 @@
-import { randomUUID } from 'node:crypto'
-import amqp from 'amqplib'
+import type amqp from 'amqplib'
 import { expect } from 'vitest'
-import { amqpUrl } from '../../support/services.js'
+import { startRabbitExchange } from '../../support/emulators.js'
 import { startFakePubsub } from '../../fakes/pubsub-server.js'
 import { startFakeServiceBus } from '../../fakes/servicebus-server.js'
 import type { Peer, Received, Sent } from './peer.js'
 
 /**
  * The local RabbitMQ with a fresh topic exchange and a queue bound to it with `#`; every message on
- * the queue is consumed into memory. `brokerHostPort` and `exchange` let a test build a destination
- * with other credentials.
+ * the queue is consumed into memory.
  */
-export async function startAmqpPeer(): Promise<Peer & { brokerHostPort: string; exchange: string }> {
-  const broker = new URL(amqpUrl)
-  const brokerHostPort = `${broker.hostname}:${broker.port || 5672}`
-  const credentials = { username: decodeURIComponent(broker.username || 'guest'), password: decodeURIComponent(broker.password || 'guest') }
-  const exchange = `outflow-e2e-${randomUUID()}`
-  const connection = await amqp.connect(amqpUrl)
-  const channel = await connection.createChannel()
-  await channel.assertExchange(exchange, 'topic', { durable: false, autoDelete: false })
-  const { queue } = await channel.assertQueue('', { exclusive: true })
-  await channel.bindQueue(queue, exchange, '#')
+export async function startAmqpPeer(): Promise<Peer> {
+  const rabbit = await startRabbitExchange()
+  const { brokerHostPort, credentials, exchange, channel, queue } = rabbit
   const consumed: amqp.ConsumeMessage[] = []
   await channel.consume(queue, (msg) => msg && consumed.push(msg), { noAck: true })
   return {
-    brokerHostPort,
-    exchange,
     target: { config: { server_url: brokerHostPort, exchange }, credentials },
     async read(sent: Sent): Promise<Received[]> {
       return consumed
@@ -37,10 +26,7 @@ export async function startAmqpPeer(): Promise<Peer & { brokerHostPort: string; 
           return { data: JSON.parse(m.content.toString('utf8')), metadata: m.properties.headers ?? {} }
         })
     },
-    async close() {
-      await channel.deleteExchange(exchange).catch(() => {})
-      await connection.close()
-    },
+    close: () => rabbit.close(),
   }
 }
 

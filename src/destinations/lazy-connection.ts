@@ -1,0 +1,121 @@
+import { untilAborted } from '../net/deadline.js'
+
+/**
+ * The one connection of a publisher (a broker connection, an SDK client): opened by the first publish that needs
+ * it, shared by the publishes after it, dropped when it fails so that the next publish opens a new one.
+ */
+export interface LazyConnection<T, Input = void> {
+  /**
+   * The open connection, or the one being opened; opens one when there is none (`input` goes to `open`).
+   * Rejects with `signal.reason` once `signal` aborts, and after close().
+   */
+  get(signal: AbortSignal, input: Input): Promise<T>
+  /** Forget `connection` (by default the current one) and close it in the background; the next get() opens a new one. */
+  drop(connection?: T): void
+  /** Whether close() was called. */
+  readonly closed: boolean
+  /** Close the current connection and wait until every dropped one is closed. */
+  close(): Promise<void>
+}
+
+/** How to open and close one connection. */
+export interface ConnectionLifecycle<T, Input> {
+  /** Open a connection. `signal` aborts when the publish that asked for it gives up while it is being opened. */
+  open(signal: AbortSignal, input: Input): Promise<T> | T
+  close(connection: T): Promise<unknown> | unknown
+}
+
+interface Entry<T> {
+  promise: Promise<T>
+  opened: boolean
+  value?: T
+  /** Aborts when the publish that asked for it gave up while it was opening. */
+  opening: AbortSignal
+}
+
+/**
+ * A connection opened on first use (amqp_broker, cloudy_servicebus, cloudz_pubsub).
+ *
+ * @example
+ * const connection = lazyConnection({ open: (signal) => connect(address, { signal }), close: (conn) => conn.close() })
+ * const conn = await connection.get(signal)
+ */
+export function lazyConnection<T, Input = void>({ open, close }: ConnectionLifecycle<T, Input>): LazyConnection<T, Input> {
+  let current: Entry<T> | undefined
+  let closed = false
+  const closing = new Set<Promise<void>>()
+
+  function shut(connection: T): void {
+    const done: Promise<void> = Promise.resolve()
+      .then(() => close(connection))
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => closing.delete(done))
+    closing.add(done)
+  }
+
+  function start(signal: AbortSignal, input: Input): Entry<T> {
+    // The asking publish's deadline bounds the opening only, never the open connection. An opening it gave up on
+    // is forgotten at once, so a hung connect cannot hold every later publish.
+    const opening = new AbortController()
+    const giveUp = () => {
+      opening.abort(signal.reason)
+      if (current === entry) current = undefined
+    }
+    signal.addEventListener('abort', giveUp, { once: true })
+    const entry: Entry<T> = { promise: Promise.resolve().then(() => open(opening.signal, input)), opened: false, opening: opening.signal }
+    entry.promise.then(
+      (value) => {
+        signal.removeEventListener('abort', giveUp)
+        Object.assign(entry, { opened: true, value })
+        if (current !== entry) shut(value)
+      },
+      () => {
+        signal.removeEventListener('abort', giveUp)
+        if (current === entry) current = undefined
+      },
+    )
+    return entry
+  }
+
+  function drop(connection?: T): void {
+    const entry = current
+    if (!entry || (connection !== undefined && entry.value !== connection)) return
+    current = undefined
+    // One still opening is closed when it opens (see start).
+    if (entry.opened) shut(entry.value as T)
+  }
+
+  return {
+    get closed() {
+      return closed
+    },
+    async get(signal, input) {
+      for (;;) {
+        if (closed) throw new Error('the publisher is closed')
+        if (signal.aborted) throw signal.reason
+        const entry = (current ??= start(signal, input))
+        let connection: T
+        try {
+          connection = await untilAborted(untilAborted(entry.promise, entry.opening), signal)
+        } catch (err) {
+          // Another publish gave up on this opening: this one still has time to open its own.
+          if (entry.opening.aborted && !signal.aborted) continue
+          throw err
+        }
+        if (!entry.opening.aborted) return connection
+      }
+    },
+    drop,
+    async close() {
+      closed = true
+      // Wait for one being opened (at most until its publish gives up on it), so that it is closed too.
+      const pending = current
+      drop()
+      if (pending) await untilAborted(pending.promise, pending.opening).catch(() => {})
+      while (closing.size > 0) await Promise.all(closing)
+    },
+  }
+}
