@@ -2,12 +2,12 @@
 //   npm run example                       # SQLite at ./outflow.db
 //   DATABASE_URL=postgres://… npm run example
 // Environment: PORT (3000), OUTFLOW_API_KEY, OUTFLOW_JWT_SECRET, OUTFLOW_TOPICS (comma-separated),
-// OUTFLOW_DB (SQLite path), OUTFLOW_PORTAL_URL. Dev defaults are printed; never use them in production.
+// OUTFLOW_DB (SQLite path), OUTFLOW_PORTAL_URL, LOG_LEVEL (debug). Dev defaults are printed; never use them in production.
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
+import { pino } from 'pino'
 import { outflowApp } from '../adapters/hono.js'
 import { createOutflow } from '../src/create-outflow.js'
-import type { Logger } from '../src/options.js'
 import { postgres } from '../src/storage/postgres.js'
 import { sqlite } from '../src/storage/sqlite.js'
 
@@ -22,12 +22,12 @@ function setting(name: string, devDefault: string): string {
   return devDefault
 }
 
-const logger: Logger = {
-  debug: () => {},
-  info: (message, fields) => console.log(`[outflow] ${message}`, fields ?? ''),
-  warn: (message, fields) => console.warn(`[outflow] ${message}`, fields ?? ''),
-  error: (message, fields) => console.error(`[outflow] ${message}`, fields ?? ''),
-}
+// One line per delivery attempt: successes are logged at debug, failures at info and warn. Pretty in a
+// terminal, JSON lines otherwise (LOG_LEVEL=info hides the successes).
+const logger = pino({
+  level: process.env.LOG_LEVEL ?? 'debug',
+  transport: process.stdout.isTTY ? { target: 'pino-pretty', options: { singleLine: true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' } } : undefined,
+})
 
 console.log('Outflow example server')
 const port = Number(process.env.PORT ?? 3000)

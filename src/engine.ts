@@ -46,7 +46,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     let jwtSecret = options.jwtSecret
     if (!jwtSecret) {
       jwtSecret = randomBytes(32).toString('base64url')
-      options.logger.warn('no jwtSecret configured: tenant tokens are signed with a random per-process secret and stop working on restart')
+      options.logger.warn({}, 'no jwtSecret configured: tenant tokens are signed with a random per-process secret and stop working on restart')
     }
     this.#ctx = {
       storage,
@@ -78,6 +78,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
   start(): void {
     if (this.options.delivery.worker) this.#worker.start()
+    this.options.logger.info({ storage: this.storage.dialect, worker: this.options.delivery.worker, worker_id: this.#worker.id }, 'outflow started')
   }
 
   /** Apply pending storage migrations (createOutflow does this unless `migrate` is false). */
@@ -200,6 +201,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     await this.#writer.drain()
     await this.#worker.close()
     await this.storage.close()
+    this.options.logger.info({ worker_id: this.#worker.id }, 'outflow stopped')
   }
 
   get closed(): boolean {

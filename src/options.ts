@@ -2,7 +2,7 @@ import * as v from 'valibot'
 import { RetryOptionsSchema, type RetryOptions } from './delivery/retry-schedule.js'
 import { OutflowError } from './errors.js'
 import { issuesToData } from './model/common.js'
-import type { Logger } from './logger.js'
+import { silentLogger, type Logger } from './logger.js'
 import type { Storage } from './storage/storage.js'
 
 export type { Logger }
@@ -46,19 +46,13 @@ const OptionsSchema = v.object({
 export type OutflowOptions = v.InferInput<typeof OptionsSchema> & {
   /** `sqlite({ path })`, `postgres({ url })`, or any Storage implementation. */
   storage: Storage | (() => Promise<Storage>)
+  /** A pino-compatible logger (`info(fields, message)`); silent when absent. */
   logger?: Logger
 }
 
 export type ResolvedOptions = Omit<v.InferOutput<typeof OptionsSchema>, 'delivery'> & {
   delivery: v.InferOutput<typeof OptionsSchema>['delivery'] & { retry: RetryOptions }
   logger: Logger
-}
-
-const quietLogger: Logger = {
-  debug: () => {},
-  info: () => {},
-  warn: (m, f) => console.warn(`[outflow] ${m}`, f ?? ''),
-  error: (m, f) => console.error(`[outflow] ${m}`, f ?? ''),
 }
 
 /** Validate engine options and fill defaults; a bad option is a clear error at start-up. */
@@ -69,5 +63,5 @@ export function resolveOptions(options: OutflowOptions): ResolvedOptions {
     const data = issuesToData(result.issues)
     throw new OutflowError('validation', `invalid Outflow options: ${Object.entries(data).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { data })
   }
-  return { ...result.output, logger: logger ?? quietLogger } as ResolvedOptions
+  return { ...result.output, logger: logger ?? silentLogger } as ResolvedOptions
 }

@@ -1,3 +1,4 @@
+import { errorFields } from '../logger.js'
 import { sendHttp } from '../net/http-client.js'
 import type { AttemptWrite, DestinationStreak } from '../storage/storage.js'
 import type { DeliveryContext } from './context.js'
@@ -53,7 +54,7 @@ export async function handleStreaks(ctx: DeliveryContext, writes: AttemptWrite[]
       await postAlert(ctx, alert)
       if (disable) {
         disabled.push(streak)
-        ctx.options.logger.warn('destination disabled after consecutive failures', { tenant_id: streak.tenant_id, destination_id: streak.destination_id, consecutive_failures: streak.consecutive_failures })
+        ctx.options.logger.warn({ tenant_id: streak.tenant_id, destination_id: streak.destination_id, consecutive_failures: streak.consecutive_failures }, 'destination disabled after consecutive failures')
         ctx.reporter.destinationDisabled({ tenant_id: streak.tenant_id, destination_id: streak.destination_id, reason: 'consecutive_failures' })
       }
     }
@@ -69,8 +70,8 @@ async function postAlert(ctx: DeliveryContext, alert: AlertPayload): Promise<voi
   if (ctx.options.apiKey) headers.authorization = `Bearer ${ctx.options.apiKey}`
   try {
     const res = await sendHttp(url, { method: 'POST', headers, body: JSON.stringify(alert) }, { allowPrivateNetworks: true, timeoutMs: ctx.options.delivery.timeoutMs })
-    if (res.status < 200 || res.status >= 300) ctx.options.logger.warn('alert callback answered with an error', { status: res.status })
+    if (res.status < 200 || res.status >= 300) ctx.options.logger.warn({ status_code: res.status }, 'alert callback answered with an error')
   } catch (err) {
-    ctx.options.logger.warn('alert callback failed', { error: (err as Error).message })
+    ctx.options.logger.warn({ error: errorFields(err) }, 'alert callback failed')
   }
 }

@@ -5,10 +5,12 @@ import type { AttemptResult } from '../model/attempt-result.js'
 import type { Publisher } from '../destinations/types.js'
 import { unsealCredentials } from '../credentials.js'
 import { newId } from '../ids.js'
+import { errorFields } from '../logger.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { handleStreaks } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
+import { logAttempt } from './attempt-log.js'
 import { attemptResultFromError, closeHttpClients } from '../net/http-client.js'
 
 const userAgent = 'outflow/0.1.0'
@@ -58,8 +60,8 @@ export class DeliveryWorker {
     this.#running = true
     this.#loop = this.#claimLoop()
     // Other instances announce work they could not take themselves; the poll is only the fallback.
-    this.#unlisten = this.#ctx.storage.onWork?.(() => this.wake()).catch((err: Error) => {
-      this.#ctx.options.logger.warn('listening for work failed; relying on polling', { error: err.message })
+    this.#unlisten = this.#ctx.storage.onWork?.(() => this.wake()).catch((err: unknown) => {
+      this.#ctx.options.logger.error({ error: errorFields(err) }, 'listening for work failed; relying on polling')
       return undefined
     })
   }
@@ -125,7 +127,7 @@ export class DeliveryWorker {
           full = claimed.length === room
         } catch (err) {
           if (this.#stopping) break
-          this.#ctx.options.logger.error('claiming deliveries failed', { error: (err as Error).message })
+          this.#ctx.options.logger.error({ error: errorFields(err) }, 'claiming deliveries failed')
         }
       }
       if (full) continue
@@ -145,7 +147,7 @@ export class DeliveryWorker {
       const until = new Date(Date.now() + this.#ctx.options.delivery.leaseMs)
       await this.#ctx.storage.extendLeases(this.id, [...this.#held], until)
     } catch (err) {
-      this.#ctx.options.logger.warn('renewing leases failed', { error: (err as Error).message })
+      this.#ctx.options.logger.error({ count: this.#held.size, error: errorFields(err) }, 'renewing leases failed')
     }
   }
 
@@ -198,10 +200,11 @@ export class DeliveryWorker {
       const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       this.#record(write)
       recorded = true
+      logAttempt(this.#ctx.options.logger, destination, write)
       this.#ctx.reporter.attempted(write.attempt)
       if (result.disable) await this.#disableGone(d)
     } catch (err) {
-      this.#ctx.options.logger.error('delivery attempt failed unexpectedly', { delivery_id: d.id, error: (err as Error).message })
+      this.#ctx.options.logger.error({ tenant_id: d.tenant_id, destination_id: d.destination_id, event_id: d.event_id, error: errorFields(err) }, 'delivery attempt failed unexpectedly')
     } finally {
       // A recorded attempt stays held until its result is written, so the claim loop cannot take it again.
       if (!recorded) this.#release([d.id])
@@ -217,7 +220,7 @@ export class DeliveryWorker {
     const now = this.#ctx.now()
     await this.#ctx.storage.setDestinationDisabled(d.tenant_id, d.destination_id, now, now)
     this.destinationChanged(d.tenant_id, d.destination_id)
-    this.#ctx.options.logger.warn('destination disabled: the receiver answered 410 Gone', { tenant_id: d.tenant_id, destination_id: d.destination_id })
+    this.#ctx.options.logger.warn({ tenant_id: d.tenant_id, destination_id: d.destination_id }, 'destination disabled: the receiver answered 410 Gone')
     this.#ctx.reporter.destinationDisabled({ tenant_id: d.tenant_id, destination_id: d.destination_id, reason: 'gone' })
   }
 
@@ -267,7 +270,7 @@ export class DeliveryWorker {
       for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
     } catch (err) {
       // The leases expire and the deliveries are attempted again: at-least-once.
-      this.#ctx.options.logger.error('recording attempts failed', { count: writes.length, error: (err as Error).message })
+      this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'recording attempts failed')
     } finally {
       this.#release(writes.map((w) => w.delivery.id))
     }
@@ -297,9 +300,9 @@ export class DeliveryWorker {
     for (const q of this.#perDestination.values()) q.clear()
     this.#global.clear()
     const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false)])
-    if (!drained) this.#ctx.options.logger.warn('close: attempts still in flight after drainTimeoutMs; their leases are released')
+    if (!drained) this.#ctx.options.logger.warn({ in_flight: this.#global.pending }, 'close: attempts still in flight after drainTimeoutMs; their leases are released')
     await this.#flush()
-    await this.#ctx.storage.releaseLeases(this.id).catch((err: Error) => this.#ctx.options.logger.error('releasing leases failed', { error: err.message }))
+    await this.#ctx.storage.releaseLeases(this.id).catch((err: unknown) => this.#ctx.options.logger.error({ error: errorFields(err) }, 'releasing leases failed'))
     await Promise.all([...this.#publishers.values()].map((c) => c.publisher.then((p) => p.close()).catch(() => undefined)))
     this.#publishers.clear()
     // Pools are shared per origin; ones closed here are re-created on demand by another engine in the process.
