@@ -2,7 +2,8 @@
 //   npm run example                       # SQLite at ./outflow.db
 //   DATABASE_URL=postgres://… npm run example
 // Environment: PORT (3000), OUTFLOW_API_KEY, OUTFLOW_JWT_SECRET, OUTFLOW_TOPICS (comma-separated),
-// OUTFLOW_DB (SQLite path), OUTFLOW_PORTAL_URL, LOG_LEVEL (debug). Dev defaults are printed; never use them in production.
+// OUTFLOW_DB (SQLite path), OUTFLOW_PORTAL_URL, LOG_LEVEL (debug), OTEL_EXPORTER_OTLP_ENDPOINT (traces and
+// metrics over OTLP/HTTP when set). Dev defaults are printed; never use them in production.
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { pino } from 'pino'
@@ -10,6 +11,7 @@ import { outflowApp } from '../adapters/hono.js'
 import { createOutflow } from '../src/create-outflow.js'
 import { postgres } from '../src/storage/postgres.js'
 import { sqlite } from '../src/storage/sqlite.js'
+import { startTelemetry } from './telemetry.js'
 
 const devApiKey = 'dev-admin-key-change-me'
 const devJwtSecret = 'dev-jwt-secret-change-me'
@@ -40,6 +42,10 @@ const portalUrl = process.env.OUTFLOW_PORTAL_URL
 
 console.warn('  WARNING: webhook targets on private networks (localhost, 10.x, 192.168.x, …) are allowed: local use only.')
 
+// Before createOutflow: the engine takes its instruments from the meter provider registered at creation.
+const otlpEndpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT
+const stopTelemetry = otlpEndpoint ? startTelemetry() : async () => {}
+
 const outflow = await createOutflow({
   storage: databaseUrl ? postgres({ url: databaseUrl }) : sqlite({ path: sqlitePath }),
   apiKey,
@@ -48,6 +54,8 @@ const outflow = await createOutflow({
   portal: portalUrl ? { url: portalUrl } : undefined,
   allowPrivateNetworks: true,
   logger,
+  // The receiver sees each attempt's trace context (traceparent) when tracing is on.
+  telemetry: { propagateTraceContext: true },
 })
 
 const app = new Hono()
@@ -57,6 +65,7 @@ app.route('/api/v1', outflowApp(outflow, new Hono()))
 const server = serve({ fetch: app.fetch, port }, (info) => {
   console.log(`  storage: ${databaseUrl ? 'postgres (DATABASE_URL)' : `sqlite at ${sqlitePath}`}`)
   console.log(`  topics: ${topics?.join(', ') ?? 'any'}`)
+  console.log(`  telemetry: ${otlpEndpoint ? `OTLP traces and metrics to ${otlpEndpoint}` : 'off (set OTEL_EXPORTER_OTLP_ENDPOINT)'}`)
   console.log(`  listening on http://localhost:${info.port}/api/v1  (OpenAPI: /api/v1/openapi.json)`)
 })
 
@@ -64,6 +73,7 @@ async function shutdown(signal: string): Promise<void> {
   console.log(`\n${signal}: closing`)
   server.close()
   await outflow.close()
+  await stopTelemetry()
   process.exit(0)
 }
 process.once('SIGINT', () => void shutdown('SIGINT'))

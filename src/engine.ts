@@ -17,11 +17,19 @@ import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
 import type { Storage } from './storage/storage.js'
+import { Telemetry } from './telemetry.js'
 
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
 export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
+
+/** What `createOutflow` hands the engine besides storage and options. */
+export interface EngineServices {
+  createHandler?: HttpHandlerFactory
+  /** Spans and metrics (see src/telemetry.ts); off when absent. */
+  telemetry?: Telemetry
+}
 
 /**
  * The Outflow engine: the typed API of every operation, the delivery worker, and `fetch` for HTTP.
@@ -30,18 +38,22 @@ export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Pro
 export class Outflow extends EventEmitter<OutflowEvents> {
   readonly options: ResolvedOptions
   readonly storage: Storage
+  /** The engine's spans and metrics; the HTTP layer records API latency through it. */
+  readonly telemetry: Telemetry
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
+  #stopObservingQueue?: () => void
 
   /** Prefer `createOutflow`, which also migrates, starts the worker and serves HTTP. */
-  constructor(storage: Storage, options: ResolvedOptions, createHandler?: HttpHandlerFactory) {
+  constructor(storage: Storage, options: ResolvedOptions, { createHandler, telemetry }: EngineServices = {}) {
     super()
     this.options = options
     this.storage = storage
+    this.telemetry = telemetry ?? new Telemetry(undefined, options.telemetry)
     this.#createHandler = createHandler
     let jwtSecret = options.jwtSecret
     if (!jwtSecret) {
@@ -53,11 +65,12 @@ export class Outflow extends EventEmitter<OutflowEvents> {
       options,
       encryptionKey: options.encryptionKey ? encryptionKeyBytes(options.encryptionKey) : undefined,
       jwtSecret,
+      telemetry: this.telemetry,
       now: () => new Date(),
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
     }
     const { encryptionKey, now } = this.#ctx
-    this.#worker = new DeliveryWorker({ storage, options, encryptionKey, now, reporter: this.#reporter() })
+    this.#worker = new DeliveryWorker({ storage, options, encryptionKey, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
   }
 
@@ -78,6 +91,11 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
   start(): void {
     if (this.options.delivery.worker) this.#worker.start()
+    this.#stopObservingQueue ??= this.telemetry.observeQueue(async () => {
+      const now = this.#ctx.now()
+      const { due, oldest_due_at } = await this.storage.queueStats(now)
+      return { depth: due, lagSeconds: oldest_due_at ? Math.max(0, now.getTime() - oldest_due_at.getTime()) / 1000 : 0 }
+    })
     this.options.logger.info({ storage: this.storage.dialect, worker: this.options.delivery.worker, worker_id: this.#worker.id }, 'outflow started')
   }
 
@@ -197,6 +215,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#stopObservingQueue?.()
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
     await this.#worker.close()

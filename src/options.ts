@@ -34,6 +34,12 @@ const OptionsSchema = v.object({
     }),
     {},
   ),
+  telemetry: v.optional(
+    v.object({
+      propagateTraceContext: v.optional(v.boolean(), false),
+    }),
+    {},
+  ),
   alerts: v.optional(
     v.object({
       consecutiveFailures: v.optional(positiveInt('alerts.consecutiveFailures'), 20),

@@ -1,5 +1,6 @@
 import type { Logger } from '../logger.js'
 import type { Storage } from '../storage/storage.js'
+import type { Telemetry } from '../telemetry.js'
 import type { DeliveryReporter } from './events.js'
 import type { RetryOptions } from './retry-schedule.js'
 
@@ -30,5 +31,7 @@ export interface DeliveryContext {
   /** AES key of credentials at rest, when the engine has an `encryptionKey`. */
   encryptionKey: Buffer | undefined
   reporter: DeliveryReporter
+  /** Attempt spans and delivery metrics. */
+  telemetry: Telemetry
   now(): Date
 }

@@ -6,6 +6,7 @@ import type { Publisher } from '../destinations/types.js'
 import { unsealCredentials } from '../credentials.js'
 import { newId } from '../ids.js'
 import { errorFields } from '../logger.js'
+import type { TraceLink } from '../telemetry.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { handleStreaks } from './alerts.js'
 import type { DeliveryContext } from './context.js'
@@ -22,6 +23,9 @@ const writeBatch = 500
 const writeGatherMs = 10
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
+
+/** A leased delivery in this worker's queues; a local publish's carry its span context in memory. */
+export type QueuedDelivery = ClaimedDelivery & { trace?: TraceLink }
 
 /**
  * The delivery worker: runs attempts with a global and a per-destination concurrency limit, takes
@@ -75,7 +79,7 @@ export class DeliveryWorker {
   }
 
   /** Take leased deliveries into the local queues. */
-  enqueue(deliveries: ClaimedDelivery[]): void {
+  enqueue(deliveries: QueuedDelivery[]): void {
     for (const d of deliveries) {
       if (this.#held.has(d.id)) continue
       this.#held.add(d.id)
@@ -178,7 +182,7 @@ export class DeliveryWorker {
     return publisher
   }
 
-  async #attempt(d: ClaimedDelivery): Promise<void> {
+  async #attempt(d: QueuedDelivery): Promise<void> {
     let recorded = false
     try {
       if (this.#stopping) return // not started before close(): its lease is released
@@ -188,18 +192,25 @@ export class DeliveryWorker {
         await this.#ctx.storage.holdDeliveries([d.id], !destination)
         return
       }
+      const { telemetry } = this.#ctx
       const at = this.#ctx.now()
       const started = performance.now()
+      const span = telemetry.startAttempt(
+        { tenant_id: d.tenant_id, destination_id: d.destination_id, destination_type: destination.type, event_id: d.event_id, attempt_number: d.attempt_count + 1 },
+        d.trace,
+      )
       let result: AttemptResult
       try {
         const publisher = await this.#publisher(destination)
-        result = await publisher.publish(deliveryMessage(d, destination))
+        result = await publisher.publish(deliveryMessage(d, destination, span?.headers))
       } catch (err) {
         result = attemptResultFromError(err)
       }
       const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       this.#record(write)
       recorded = true
+      span?.end(write.attempt)
+      telemetry.recordDelivered(destination.type, write.attempt.status, Date.now() - d.event.created_at.getTime())
       logAttempt(this.#ctx.options.logger, destination, write)
       this.#ctx.reporter.attempted(write.attempt)
       if (result.disable) await this.#disableGone(d)

@@ -1,5 +1,6 @@
 import type { ResolvedOptions } from '../options.js'
 import type { Storage } from '../storage/storage.js'
+import type { Telemetry } from '../telemetry.js'
 
 /** What engine operations share: storage, resolved options and the clock. */
 export interface EngineContext {
@@ -9,6 +10,8 @@ export interface EngineContext {
   encryptionKey: Buffer | undefined
   /** Secret that signs tenant tokens (configured, or random per process with a warning). */
   jwtSecret: string
+  /** Spans and metrics of publishes. */
+  telemetry: Telemetry
   now(): Date
   /** Called after a destination changed or went away, so cached publishers are replaced. */
   destinationChanged(tenantId: string, destinationId: string): void

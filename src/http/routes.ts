@@ -44,6 +44,8 @@ export interface RouteContext {
   body: unknown
   /** The OpenAPI document, for the one route that serves it. */
   openapi: () => unknown
+  /** Hold the caller to a stricter rule than the route's own (e.g. health details need the admin key): 401/403. */
+  authorize: (access: Access) => Promise<void>
 }
 
 /** A handler's answer when its status is not the route's first documented one. */
