@@ -7,12 +7,14 @@ import { DeliveryWorker } from './delivery/worker.js'
 import type { EngineContext } from './engine/context.js'
 import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
+import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
+import type { HealthReport } from './model/health.js'
 import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
@@ -209,6 +211,17 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     const result = await events.retryDelivery(this.#ctx, tenantId, destinationId, eventId)
     this.#worker.wake()
     return result
+  }
+
+  /**
+   * Storage reachable (within 2 s), queue depth, age of the oldest due delivery, worker running.
+   * `{ queue: false }` only checks that storage answers (what `GET /healthz` does for load balancers).
+   *
+   * @example
+   * const report = await outflow.health() // { status: 'ok', storage: { reachable: true, … }, queue: { depth: 0, … }, worker: { … } }
+   */
+  health(options?: { queue?: boolean }): Promise<HealthReport> {
+    return checkHealth(this.#ctx, { enabled: this.options.delivery.worker, running: this.#worker.running }, options)
   }
 
   /** Stop claiming, drain in-flight attempts (bounded), release leases, close connections. Idempotent. */

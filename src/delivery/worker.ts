@@ -72,6 +72,11 @@ export class DeliveryWorker {
 
   #unlisten?: Promise<(() => Promise<void>) | undefined>
 
+  /** Started and not closing. */
+  get running(): boolean {
+    return this.#running && !this.#stopping
+  }
+
   /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
   fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
     if (!this.#running || this.#stopping || this.#held.size + count > this.#maxHeld) return undefined
@@ -313,7 +318,8 @@ export class DeliveryWorker {
     const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false)])
     if (!drained) this.#ctx.options.logger.warn({ in_flight: this.#global.pending }, 'close: attempts still in flight after drainTimeoutMs; their leases are released')
     await this.#flush()
-    await this.#ctx.storage.releaseLeases(this.id).catch((err: unknown) => this.#ctx.options.logger.error({ error: errorFields(err) }, 'releasing leases failed'))
+    // A worker that never started holds no lease (and an API-only process must not wait on storage here).
+    if (this.#running) await this.#ctx.storage.releaseLeases(this.id).catch((err: unknown) => this.#ctx.options.logger.error({ error: errorFields(err) }, 'releasing leases failed'))
     await Promise.all([...this.#publishers.values()].map((c) => c.publisher.then((p) => p.close()).catch(() => undefined)))
     this.#publishers.clear()
     // Pools are shared per origin; ones closed here are re-created on demand by another engine in the process.
