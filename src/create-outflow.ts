@@ -18,10 +18,10 @@ export async function createOutflow(options: OutflowOptions): Promise<Outflow> {
   const outflow = new Outflow(storage, resolved, { createHandler: createHttpHandler, telemetry })
   try {
     if (resolved.migrate) await outflow.migrate()
+    await outflow.start()
   } catch (err) {
     await storage.close().catch(() => {})
     throw err
   }
-  outflow.start()
   return outflow
 }

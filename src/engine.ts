@@ -9,12 +9,14 @@ import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
+import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
 import type { HealthReport } from './model/health.js'
+import type { OperatorEvent } from './model/operator-event.js'
 import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
@@ -45,6 +47,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
+  readonly #operatorSink: OperatorSink
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
@@ -74,6 +77,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     const { encryptionKey, now } = this.#ctx
     this.#worker = new DeliveryWorker({ storage, options, encryptionKey, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
+    this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
   }
 
   /** Turns what delivery reports (storage records) into API shapes and host events. */
@@ -85,13 +89,21 @@ export class Outflow extends EventEmitter<OutflowEvents> {
           this.emit(name, { tenant_id: attempt.tenant_id, event_id: attempt.event_id, destination_id: attempt.destination_id, attempt: events.toDeliveryAttempt(attempt) })
       },
       alert: (alert) => this.emit('alert', alert),
+      wants: (topic) => this.listenerCount(topic) > 0 || this.#operatorSink.accepts(topic),
+      operatorEvent: (topic, data) => {
+        const event = OperatorSink.envelope(topic, data, this.#ctx.now())
+        // Each topic's listeners get that topic's envelope (OutflowEvents); the compiler cannot follow the pairing.
+        if (this.listenerCount(topic) > 0) (this.emit as (name: string, event: OperatorEvent) => boolean)(topic, event)
+        if (this.#operatorSink.accepts(topic)) this.#operatorSink.publish(event)
+      },
       destinationDisabled: (event) => this.emit('destination.disabled', event),
       publicDestination: (record) => destinations.toDestination(this.#ctx, record),
     }
   }
 
-  /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
-  start(): void {
+  /** Set up the operator sink and start the delivery worker (createOutflow does this; the worker unless `delivery.worker` is false). */
+  async start(): Promise<void> {
+    await ensureOperatorSink(this.#ctx)
     if (this.options.delivery.worker) this.#worker.start()
     this.#stopObservingQueue ??= this.telemetry.observeQueue(async () => {
       const now = this.#ctx.now()
@@ -232,6 +244,8 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
     await this.#worker.close()
+    // Operator events raised by the last results are committed too (delivered after a restart).
+    await this.#writer.drain()
     await this.storage.close()
     this.options.logger.info({ worker_id: this.#worker.id }, 'outflow stopped')
   }

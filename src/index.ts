@@ -6,6 +6,7 @@ export { OutflowError, errorStatus, type OutflowErrorCode, type ErrorData } from
 export type { Storage } from './storage/storage.js'
 export type { Tenant } from './model/tenant.js'
 export type { HealthReport } from './model/health.js'
+export type { OperatorEvent, OperatorEventOf, OperatorTopic } from './model/operator-event.js'
 export type { Destination } from './model/destination.js'
 export type { Event, DeliveryAttempt, PublishInput, PublishResult } from './model/event.js'
 export type { Page, Pagination } from './model/pagination.js'

@@ -1,7 +1,8 @@
 import * as v from 'valibot'
 import { RetryOptionsSchema, type RetryOptions } from './delivery/retry-schedule.js'
 import { OutflowError } from './errors.js'
-import { issuesToData } from './model/common.js'
+import { IdSchema, issuesToData, JsonObjectSchema, StringMapSchema } from './model/common.js'
+import { alertTopics, OperatorTopicSchema } from './model/operator-event.js'
 import { silentLogger, type Logger } from './logger.js'
 import type { Storage } from './storage/storage.js'
 
@@ -42,10 +43,31 @@ const OptionsSchema = v.object({
   ),
   alerts: v.optional(
     v.object({
-      consecutiveFailures: v.optional(positiveInt('alerts.consecutiveFailures'), 20),
+      consecutiveFailures: v.optional(positiveInt('alerts.consecutiveFailures'), 100),
+      /** Disable a destination when its failure streak reaches `consecutiveFailures`. */
+      autoDisable: v.optional(v.boolean(), true),
+      /** @deprecated Use `operatorEvents`: this becomes a webhook operator sink for the alert topics. */
       callbackUrl: v.optional(v.pipe(v.string(), v.url('alerts.callbackUrl must be a URL'))),
     }),
     {},
+  ),
+  operatorEvents: v.optional(
+    v.object({
+      /** The sink: any destination type, as in createDestination (validated when the engine starts). */
+      destination: v.strictObject(
+        {
+          type: v.string('must be a destination type'),
+          config: v.optional(JsonObjectSchema),
+          credentials: v.optional(JsonObjectSchema),
+          delivery_metadata: v.optional(StringMapSchema),
+        },
+        'unexpected field',
+      ),
+      /** Topics sent to the sink (every topic is emitted in-process regardless). Default: the alerts. */
+      topics: v.optional(v.array(v.union([OperatorTopicSchema, v.literal('*')])), [...alertTopics]),
+      /** The tenant that holds the sink and logs its deliveries. */
+      tenantId: v.optional(IdSchema, 'outflow-operator'),
+    }),
   ),
 })
 
@@ -69,5 +91,11 @@ export function resolveOptions(options: OutflowOptions): ResolvedOptions {
     const data = issuesToData(result.issues)
     throw new OutflowError('validation', `invalid Outflow options: ${Object.entries(data).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { data })
   }
-  return { ...result.output, logger: logger ?? silentLogger } as ResolvedOptions
+  const resolved = { ...result.output, logger: logger ?? silentLogger } as ResolvedOptions
+  const { callbackUrl } = resolved.alerts
+  if (callbackUrl) {
+    resolved.logger.warn({}, 'alerts.callbackUrl is deprecated: use operatorEvents (alerts now go to it as signed operator events)')
+    resolved.operatorEvents ??= { destination: { type: 'webhook', config: { url: callbackUrl } }, topics: [...alertTopics], tenantId: 'outflow-operator' }
+  }
+  return resolved
 }

@@ -16,11 +16,11 @@ export interface DeliverySettings {
     drainTimeoutMs: number
     retry: RetryOptions
   }
-  alerts: { consecutiveFailures: number; callbackUrl?: string | undefined }
+  alerts: { consecutiveFailures: number; autoDisable: boolean }
+  /** The operator tenant (its deliveries raise no operator events; its sink may be on a private network). */
+  operatorEvents?: { tenantId: string } | undefined
   allowPrivateNetworks: boolean
   relayUrl?: string | undefined
-  /** Sent as the bearer of alert callbacks. */
-  apiKey?: string | undefined
   logger: Logger
 }
 

@@ -7,11 +7,12 @@ import { unsealCredentials } from '../credentials.js'
 import { newId } from '../ids.js'
 import { errorFields } from '../logger.js'
 import type { TraceLink } from '../telemetry.js'
-import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
-import { handleStreaks } from './alerts.js'
+import type { ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
+import { reportOutcomes } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { logAttempt } from './attempt-log.js'
+import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
 import { attemptResultFromError, closeHttpClients } from '../net/http-client.js'
 
 const userAgent = 'outflow/0.1.0'
@@ -42,7 +43,7 @@ export class DeliveryWorker {
   readonly #maxHeld: number
   readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
-  #writes: AttemptWrite[] = []
+  #writes: RecordedAttempt[] = []
   #writing?: Promise<void>
   #running = false
   #stopping = false
@@ -180,11 +181,16 @@ export class DeliveryWorker {
     const { options, encryptionKey } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
       { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: unsealCredentials(destination.credentials, encryptionKey) },
-      { allowPrivateNetworks: options.allowPrivateNetworks, timeoutMs: options.delivery.timeoutMs, userAgent, relayUrl: options.relayUrl },
+      { allowPrivateNetworks: options.allowPrivateNetworks || this.#isOperatorSink(destination), timeoutMs: options.delivery.timeoutMs, userAgent, relayUrl: options.relayUrl },
     )
     this.#publishers.set(k, { publisher, version })
     publisher.catch(() => this.#publishers.get(k)?.publisher === publisher && this.#publishers.delete(k))
     return publisher
+  }
+
+  /** The operator configured the sink's address (like the alert URL before it), so it may be on a private network. */
+  #isOperatorSink(destination: DestinationRecord): boolean {
+    return destination.tenant_id === this.#ctx.options.operatorEvents?.tenantId && destination.id === operatorSinkId
   }
 
   async #attempt(d: QueuedDelivery): Promise<void> {
@@ -212,13 +218,14 @@ export class DeliveryWorker {
         result = attemptResultFromError(err)
       }
       const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
-      this.#record(write)
+      const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }
+      this.#record(entry)
       recorded = true
       span?.end(write.attempt)
       telemetry.recordDelivered(destination.type, write.attempt.status, Date.now() - d.event.created_at.getTime())
       logAttempt(this.#ctx.options.logger, destination, write)
       this.#ctx.reporter.attempted(write.attempt)
-      if (result.disable) await this.#disableGone(d)
+      if (entry.gone) await this.#disableGone(entry)
     } catch (err) {
       this.#ctx.options.logger.error({ tenant_id: d.tenant_id, destination_id: d.destination_id, event_id: d.event_id, error: errorFields(err) }, 'delivery attempt failed unexpectedly')
     } finally {
@@ -232,16 +239,19 @@ export class DeliveryWorker {
     if (this.#held.size < this.#maxHeld / 2) this.wake()
   }
 
-  async #disableGone(d: ClaimedDelivery): Promise<void> {
+  async #disableGone(entry: RecordedAttempt): Promise<void> {
+    const { delivery: d } = entry
     const now = this.#ctx.now()
-    await this.#ctx.storage.setDestinationDisabled(d.tenant_id, d.destination_id, now, now)
+    const record = await this.#ctx.storage.setDestinationDisabled(d.tenant_id, d.destination_id, now, now)
     this.destinationChanged(d.tenant_id, d.destination_id)
     this.#ctx.options.logger.warn({ tenant_id: d.tenant_id, destination_id: d.destination_id }, 'destination disabled: the receiver answered 410 Gone')
     this.#ctx.reporter.destinationDisabled({ tenant_id: d.tenant_id, destination_id: d.destination_id, reason: 'gone' })
+    if (record && d.tenant_id !== this.#ctx.options.operatorEvents?.tenantId)
+      this.#ctx.reporter.operatorEvent('alert.destination.disabled', { ...attemptEventData(entry, record), disabled_at: (record.disabled_at ?? now).toISOString(), reason: 'gone' })
   }
 
-  #record(write: AttemptWrite): void {
-    this.#writes.push(write)
+  #record(entry: RecordedAttempt): void {
+    this.#writes.push(entry)
     if (this.#writes.length >= writeBatch) this.#gathered?.()
     this.#startWriting()
   }
@@ -277,16 +287,24 @@ export class DeliveryWorker {
     }
   }
 
-  /** Write attempt results in one transaction, then handle failure streaks and retry wake-ups. */
-  async #writeBatch(writes: AttemptWrite[]): Promise<void> {
+  /** Write attempt results in one transaction, then report outcomes (operator events, failure streaks) and schedule wake-ups. */
+  async #writeBatch(entries: RecordedAttempt[]): Promise<void> {
+    const writes = entries.map((e) => e.write)
     try {
-      const streaks = await this.#ctx.storage.recordAttempts(writes)
-      const disabled = await handleStreaks(this.#ctx, writes, streaks)
-      for (const { tenant_id, destination_id } of disabled) this.destinationChanged(tenant_id, destination_id)
+      let streaks
+      try {
+        streaks = await this.#ctx.storage.recordAttempts(writes)
+      } catch (err) {
+        // The leases expire and the deliveries are attempted again: at-least-once.
+        this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'recording attempts failed')
+        return
+      }
       for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
-    } catch (err) {
-      // The leases expire and the deliveries are attempted again: at-least-once.
-      this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'recording attempts failed')
+      const disabled = await reportOutcomes(this.#ctx, entries, streaks).catch((err: unknown) => {
+        this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'reporting attempt outcomes failed')
+        return []
+      })
+      for (const { tenant_id, destination_id } of disabled) this.destinationChanged(tenant_id, destination_id)
     } finally {
       this.#release(writes.map((w) => w.delivery.id))
     }
