@@ -1,6 +1,6 @@
-import { defineConfig } from 'tsup'
+import { defineConfig, type Options } from 'tsup'
 
-export default defineConfig({
+const shared: Options = {
   entry: {
     index: 'src/index.ts',
     sqlite: 'src/storage/sqlite.ts',
@@ -9,13 +9,19 @@ export default defineConfig({
     hono: 'adapters/hono.ts',
     fastify: 'adapters/fastify.ts',
   },
-  format: ['esm', 'cjs'],
   dts: true,
-  clean: true,
   shims: true,
   target: 'node20',
   splitting: true,
   sourcemap: true,
-  // Drivers, frameworks and cloud SDKs are optional peers: never bundled.
-  external: [/^@aws-sdk\//, '@azure/service-bus', '@google-cloud/pubsub', 'amqplib', 'better-sqlite3', 'postgres', 'express', 'fastify', 'hono'],
-})
+  // Drivers, frameworks, cloud SDKs and OpenTelemetry are optional peers: never bundled.
+  external: [/^@aws-sdk\//, '@azure/service-bus', '@google-cloud/pubsub', 'amqplib', 'better-sqlite3', 'postgres', 'express', 'fastify', 'hono', /^@opentelemetry\//],
+}
+
+export default defineConfig([
+  { ...shared, format: 'esm', clean: true },
+  // jose 6 and p-queue 9 (with p-timeout) ship only ESM. The CommonJS build carries them inside, so
+  // `require('outflow')` works without require(esm): under tsx's CJS mode, Jest, ts-node, and Node
+  // started with --no-experimental-require-module.
+  { ...shared, format: 'cjs', treeshake: true, noExternal: ['jose', 'p-queue', 'p-timeout'] },
+])

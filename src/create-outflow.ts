@@ -15,8 +15,9 @@ export async function createOutflow(options: OutflowOptions): Promise<Outflow> {
   const resolved = resolveOptions(options)
   const telemetry = new Telemetry(await loadOpenTelemetry(), resolved.telemetry)
   const storage = typeof options.storage === 'function' ? await options.storage() : options.storage
-  const outflow = new Outflow(storage, resolved, { createHandler: createHttpHandler, telemetry })
+  let outflow: Outflow
   try {
+    outflow = new Outflow(storage, resolved, { createHandler: createHttpHandler, telemetry })
     if (resolved.migrate) await outflow.migrate()
     await outflow.start()
   } catch (err) {

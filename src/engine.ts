@@ -1,15 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { encryptionKeyBytes } from './credentials.js'
+import { CredentialsError } from './credentials.js'
 import type { DeliveryReporter, OutflowEvents } from './delivery/events.js'
 import { EventWriter } from './delivery/event-writer.js'
 import { DeliveryWorker } from './delivery/worker.js'
 import type { EngineContext } from './engine/context.js'
+import { credentialKeys } from './engine/credential-keys.js'
 import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
 import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
+import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
@@ -68,14 +70,14 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     this.#ctx = {
       storage,
       options,
-      encryptionKey: options.encryptionKey ? encryptionKeyBytes(options.encryptionKey) : undefined,
+      credentialKeys: credentialKeys(options, storage),
       jwtSecret,
       telemetry: this.telemetry,
       now: () => new Date(),
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
     }
-    const { encryptionKey, now } = this.#ctx
-    this.#worker = new DeliveryWorker({ storage, options, encryptionKey, now, telemetry: this.telemetry, reporter: this.#reporter() })
+    const { credentialKeys: keys, now } = this.#ctx
+    this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
   }
@@ -97,7 +99,15 @@ export class Outflow extends EventEmitter<OutflowEvents> {
         if (this.#operatorSink.accepts(topic)) this.#operatorSink.publish(event)
       },
       destinationDisabled: (event) => this.emit('destination.disabled', event),
-      publicDestination: (record) => destinations.toDestination(this.#ctx, record),
+      publicDestination: (record) => {
+        // An alert about a destination whose credentials cannot be read still goes out, without the destination.
+        try {
+          return destinations.toDestination(this.#ctx, record)
+        } catch (err) {
+          if (err instanceof CredentialsError) return null
+          throw err
+        }
+      },
     }
   }
 
@@ -150,9 +160,15 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   getTenantToken(tenantId: string): Promise<{ token: string; tenant_id: string }> {
     return tenants.getTenantToken(this.#ctx, tenantId)
   }
-  /** The secret tenant tokens are signed with (for the HTTP layer's verification). */
-  get jwtSecret(): string {
-    return this.#ctx.jwtSecret
+  /**
+   * The tenant id a tenant token grants, or null: a bad signature, no `exp`, a lifetime over 24 h,
+   * expired, or its tenant deleted since it was issued (re-creating the id does not revive it).
+   *
+   * @example
+   * const tenantId = await outflow.verifyTenantToken(token) // 'acme' or null
+   */
+  verifyTenantToken(token: string): Promise<string | null> {
+    return tenants.verifyTenantToken(this.#ctx, token)
   }
 
   // --- destinations ---
@@ -225,6 +241,19 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     return result
   }
 
+  // --- credentials at rest ---
+  /**
+   * Move every destination's stored credentials to the newest encryption key (`encryptionKey`), including
+   * rows written with an older key, the old `enc:v1:` format or plain JSON, `batchSize` rows at a time.
+   *
+   * @example
+   * await outflow.reencryptCredentials() // { scanned: 120, reencrypted: 118, failed: 0 }
+   */
+  reencryptCredentials({ batchSize = 500 }: { batchSize?: number } = {}): Promise<ReencryptResult> {
+    return reencryptCredentials(this.#ctx, batchSize)
+  }
+
+  // --- operations ---
   /**
    * Storage reachable (within 2 s), queue depth, age of the oldest due delivery, worker running.
    * `{ queue: false }` only checks that storage answers (what `GET /healthz` does for load balancers).

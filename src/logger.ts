@@ -11,9 +11,14 @@ export interface Logger {
 }
 
 const ignore = () => {}
+const line = (write: (...args: unknown[]) => void) => (fields: Record<string, unknown>, message: string) =>
+  Object.keys(fields).length ? write(`[outflow] ${message}`, fields) : write(`[outflow] ${message}`)
 
-/** The library default: a host that wants lines passes its own logger. */
-export const silentLogger: Logger = { debug: ignore, info: ignore, warn: ignore, error: ignore }
+/**
+ * The default without a `logger`: warnings and errors to stderr (a generated key file to back up, a
+ * storage outage), nothing else. Attempt lines (debug, info) need a logger the host chose.
+ */
+export const stderrLogger: Logger = { debug: ignore, info: ignore, warn: line(console.warn), error: line(console.error) }
 
 /** Longest error message a log line carries. */
 const maxMessage = 200

@@ -3,7 +3,7 @@ import { RetryOptionsSchema, type RetryOptions } from './delivery/retry-schedule
 import { OutflowError } from './errors.js'
 import { IdSchema, issuesToData, JsonObjectSchema, StringMapSchema } from './model/common.js'
 import { alertTopics, OperatorTopicSchema } from './model/operator-event.js'
-import { silentLogger, type Logger } from './logger.js'
+import { stderrLogger, type Logger } from './logger.js'
 import type { Storage } from './storage/storage.js'
 
 export type { Logger }
@@ -17,6 +17,8 @@ const OptionsSchema = v.object({
   topics: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   portal: v.optional(v.object({ url: v.pipe(v.string(), v.url('portal.url must be a URL')) })),
   encryptionKey: v.optional(v.pipe(v.string(), v.minLength(16, 'encryptionKey must be at least 16 characters'))),
+  previousEncryptionKeys: v.optional(v.array(v.pipe(v.string(), v.minLength(16, 'previousEncryptionKeys must be at least 16 characters each'))), []),
+  insecurePlaintextCredentials: v.optional(v.boolean(), false),
   allowPrivateNetworks: v.optional(v.boolean(), false),
   relayUrl: v.optional(v.pipe(v.string(), v.url('relayUrl must be a URL'))),
   maxBodyBytes: v.optional(positiveInt('maxBodyBytes'), 1024 * 1024),
@@ -74,7 +76,7 @@ const OptionsSchema = v.object({
 export type OutflowOptions = v.InferInput<typeof OptionsSchema> & {
   /** `sqlite({ path })`, `postgres({ url })`, or any Storage implementation. */
   storage: Storage | (() => Promise<Storage>)
-  /** A pino-compatible logger (`info(fields, message)`); silent when absent. */
+  /** A pino-compatible logger (`info(fields, message)`); without one, warnings and errors go to stderr. */
   logger?: Logger
 }
 
@@ -91,7 +93,12 @@ export function resolveOptions(options: OutflowOptions): ResolvedOptions {
     const data = issuesToData(result.issues)
     throw new OutflowError('validation', `invalid Outflow options: ${Object.entries(data).map(([k, m]) => `${k}: ${m}`).join('; ')}`, { data })
   }
-  const resolved = { ...result.output, logger: logger ?? silentLogger } as ResolvedOptions
+  const { insecurePlaintextCredentials, encryptionKey, previousEncryptionKeys } = result.output
+  if (insecurePlaintextCredentials && (encryptionKey || previousEncryptionKeys.length))
+    throw new OutflowError('validation', 'invalid Outflow options: insecurePlaintextCredentials cannot be combined with encryption keys', {
+      data: { insecurePlaintextCredentials: 'cannot be combined with encryptionKey or previousEncryptionKeys' },
+    })
+  const resolved = { ...result.output, logger: logger ?? stderrLogger } as ResolvedOptions
   const { callbackUrl } = resolved.alerts
   if (callbackUrl) {
     resolved.logger.warn({}, 'alerts.callbackUrl is deprecated: use operatorEvents (alerts now go to it as signed operator events)')

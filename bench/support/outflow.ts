@@ -38,6 +38,7 @@ export function openOutflow(ctx: ScenarioContext, delivery: NonNullable<OutflowO
     storage: storageOf(ctx),
     apiKey,
     jwtSecret: 'outflow-bench-jwt-secret',
+    encryptionKey: 'outflow-bench-encryption-key',
     allowPrivateNetworks: true,
     delivery: { concurrency: c, perDestinationConcurrency: c, ...delivery },
   })

@@ -1,3 +1,4 @@
+import type { Keyring } from '../credentials.js'
 import type { Logger } from '../logger.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
@@ -28,8 +29,8 @@ export interface DeliverySettings {
 export interface DeliveryContext {
   storage: Storage
   options: DeliverySettings
-  /** AES key of credentials at rest, when the engine has an `encryptionKey`. */
-  encryptionKey: Buffer | undefined
+  /** Keys of credentials at rest; `undefined` only under `insecurePlaintextCredentials`. */
+  credentialKeys: Keyring | undefined
   reporter: DeliveryReporter
   /** Attempt spans and delivery metrics. */
   telemetry: Telemetry

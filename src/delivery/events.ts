@@ -64,6 +64,6 @@ export interface DeliveryReporter {
   operatorEvent<T extends OperatorTopic>(topic: T, data: OperatorEventOf<T>['data']): void
   /** A destination was disabled by delivery (410 Gone, or the failure threshold). */
   destinationDisabled(event: DestinationDisabled): void
-  /** The API shape of a destination, for alert payloads. */
-  publicDestination(record: DestinationRecord): Destination
+  /** The API shape of a destination, for alert payloads; null when its credentials cannot be read. */
+  publicDestination(record: DestinationRecord): Destination | null
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { destinationType } from '../destinations/registry.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { Publisher } from '../destinations/types.js'
-import { unsealCredentials } from '../credentials.js'
+import { CredentialsError, unsealCredentials } from '../credentials.js'
 import { newId } from '../ids.js'
 import { errorFields } from '../logger.js'
 import type { TraceLink } from '../telemetry.js'
@@ -13,7 +13,7 @@ import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { logAttempt } from './attempt-log.js'
 import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
-import { attemptResultFromError, closeHttpClients } from '../net/http-client.js'
+import { DeliveryError, attemptResultFromError, closeHttpClients } from '../net/http-client.js'
 
 const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
@@ -178,9 +178,9 @@ export class DeliveryWorker {
     const cached = this.#publishers.get(k)
     if (cached && cached.version === version) return cached.publisher
     if (cached) void cached.publisher.then((p) => p.close()).catch(() => undefined)
-    const { options, encryptionKey } = this.#ctx
+    const { options } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
-      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: unsealCredentials(destination.credentials, encryptionKey) },
+      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination) },
       { allowPrivateNetworks: options.allowPrivateNetworks || this.#isOperatorSink(destination), timeoutMs: options.delivery.timeoutMs, userAgent, relayUrl: options.relayUrl },
     )
     this.#publishers.set(k, { publisher, version })
@@ -191,6 +191,16 @@ export class DeliveryWorker {
   /** The operator configured the sink's address (like the alert URL before it), so it may be on a private network. */
   #isOperatorSink(destination: DestinationRecord): boolean {
     return destination.tenant_id === this.#ctx.options.operatorEvents?.tenantId && destination.id === operatorSinkId
+  }
+
+  /** Unreadable credentials (wrong key, a row copied from another destination) fail the attempt as a configuration error. */
+  #credentials(destination: DestinationRecord): Record<string, unknown> {
+    try {
+      return unsealCredentials(destination.credentials, this.#ctx.credentialKeys, { tenantId: destination.tenant_id, destinationId: destination.id })
+    } catch (err) {
+      if (err instanceof CredentialsError) throw new DeliveryError('configuration', err.message, { cause: err })
+      throw err
+    }
   }
 
   async #attempt(d: QueuedDelivery): Promise<void> {

@@ -1,3 +1,4 @@
+import type { Keyring } from '../credentials.js'
 import type { ResolvedOptions } from '../options.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
@@ -6,8 +7,8 @@ import type { Telemetry } from '../telemetry.js'
 export interface EngineContext {
   storage: Storage
   options: ResolvedOptions
-  /** AES key for credentials at rest, when the engine has an `encryptionKey`. */
-  encryptionKey: Buffer | undefined
+  /** Keys of credentials at rest; `undefined` only under `insecurePlaintextCredentials`. */
+  credentialKeys: Keyring | undefined
   /** Secret that signs tenant tokens (configured, or random per process with a warning). */
   jwtSecret: string
   /** Spans and metrics of publishes. */

@@ -16,7 +16,7 @@ import {
 } from '../model/destination.js'
 import type { DestinationRecord } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
-import { sealCredentials, unsealCredentials } from '../credentials.js'
+import { sealCredentials, unsealCredentials, type CredentialsOwner } from '../credentials.js'
 import { mergePatch } from './merge-patch.js'
 import { requireTenant } from './tenants.js'
 
@@ -31,7 +31,7 @@ export function toDestination(ctx: EngineContext, r: DestinationRecord): Destina
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
     config: r.config,
-    credentials: maskCredentials(def, unsealCredentials(r.credentials, ctx.encryptionKey)),
+    credentials: maskCredentials(def, unsealCredentials(r.credentials, ctx.credentialKeys, ownerOf(r))),
   }
   if (r.filter) out.filter = r.filter
   if (r.delivery_metadata) out.delivery_metadata = r.delivery_metadata
@@ -41,6 +41,10 @@ export function toDestination(ctx: EngineContext, r: DestinationRecord): Destina
   const targetUrl = def.targetUrl?.(r.config)
   if (targetUrl !== undefined) out.target_url = targetUrl
   return out
+}
+
+function ownerOf(r: { tenant_id: string; id: string }): CredentialsOwner {
+  return { tenantId: r.tenant_id, destinationId: r.id }
 }
 
 async function requireDestination(ctx: EngineContext, tenantId: string, id: string): Promise<DestinationRecord> {
@@ -105,14 +109,15 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
 
   const now = ctx.now()
   const stored = def.prepareCredentials?.({ credentials, now }) ?? credentials
+  const id = input.id ?? newId('des')
   const record: DestinationRecord = {
     tenant_id: tenantId,
-    id: input.id ?? newId('des'),
+    id,
     type: input.type,
     topics: input.topics,
     filter: input.filter && Object.keys(input.filter).length ? input.filter : null,
     config,
-    credentials: sealCredentials(stored, ctx.encryptionKey),
+    credentials: sealCredentials(stored, ctx.credentialKeys, { tenantId, destinationId: id }),
     delivery_metadata: input.delivery_metadata ?? null,
     metadata: input.metadata ?? null,
     disabled_at: null,
@@ -150,7 +155,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
   const existing = await requireDestination(ctx, tenantId, id)
   const def = destinationType(existing.type)
   const data: ErrorData = {}
-  const storedCredentials = unsealCredentials(existing.credentials, ctx.encryptionKey)
+  const storedCredentials = unsealCredentials(existing.credentials, ctx.credentialKeys, ownerOf(existing))
 
   const mergedConfig = input.config === undefined ? existing.config : mergePatch(existing.config, input.config)
   if (mergedConfig === null && def.configRequired) data.config = 'required'
@@ -170,7 +175,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
     topics: input.topics ?? existing.topics,
     filter: input.filter === undefined ? existing.filter : input.filter && Object.keys(input.filter).length ? input.filter : null,
     config,
-    credentials: sealCredentials(stored, ctx.encryptionKey),
+    credentials: sealCredentials(stored, ctx.credentialKeys, ownerOf(existing)),
     delivery_metadata:
       input.delivery_metadata === undefined ? existing.delivery_metadata : (mergePatch(existing.delivery_metadata, input.delivery_metadata) as Record<string, string> | null),
     metadata: input.metadata === undefined ? existing.metadata : (mergePatch(existing.metadata, input.metadata) as JsonObject | null),

@@ -3,7 +3,7 @@ import { IdSchema, parseInput } from '../model/common.js'
 import { buildPage, keysetRequest, type Page } from '../model/pagination.js'
 import { ListTenantsQuerySchema, PortalQuerySchema, UpsertTenantSchema, type ListTenantsQuery, type Tenant } from '../model/tenant.js'
 import type { TenantRecord, TenantSummary } from '../storage/storage.js'
-import { issueTenantToken } from '../tokens.js'
+import { issueTenantToken, verifyTenantToken as verifyTokenClaims } from '../tokens.js'
 import type { EngineContext } from './context.js'
 import * as v from 'valibot'
 
@@ -58,8 +58,19 @@ export async function deleteTenant(ctx: EngineContext, tenantId: string): Promis
 }
 
 export async function getTenantToken(ctx: EngineContext, tenantId: string): Promise<{ token: string; tenant_id: string }> {
-  await requireTenant(ctx, tenantId)
-  return { token: await issueTenantToken(ctx.jwtSecret, tenantId, ctx.now()), tenant_id: tenantId }
+  const tenant = await requireTenant(ctx, tenantId)
+  return { token: await issueTenantToken(ctx.jwtSecret, tenantId, tenant.created_at, ctx.now()), tenant_id: tenantId }
+}
+
+/**
+ * The tenant a token grants, or null. A token names its tenant's creation time, so deleting the
+ * tenant revokes every token issued for it, also once the id is created again.
+ */
+export async function verifyTenantToken(ctx: EngineContext, token: string): Promise<string | null> {
+  const claims = await verifyTokenClaims(ctx.jwtSecret, token, ctx.now())
+  if (!claims) return null
+  const tenant = await ctx.storage.getTenant(claims.tenantId)
+  return tenant?.created_at.getTime() === claims.tenantCreatedAt ? claims.tenantId : null
 }
 
 export async function getPortalRedirect(

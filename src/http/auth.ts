@@ -1,6 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { OutflowError } from '../errors.js'
-import { verifyTenantToken } from '../tokens.js'
 import type { Access } from './routes.js'
 
 /** Who is calling: the admin key holder, or one tenant through its token. */
@@ -8,7 +7,8 @@ export type Principal = { kind: 'admin' } | { kind: 'tenant'; tenantId: string }
 
 export interface AuthSettings {
   apiKey?: string
-  jwtSecret?: string
+  /** The tenant a tenant token grants, or null (`Outflow.verifyTenantToken`). */
+  verifyTenantToken(token: string): Promise<string | null>
   /** `false` only when the host opted out explicitly: every caller is admin. */
   auth: boolean
 }
@@ -52,7 +52,7 @@ export async function authenticate(header: string | null, settings: AuthSettings
   if (scheme?.toLowerCase() !== 'bearer' || !token || rest.length > 0)
     throw unauthorized('malformed Authorization header: expected Bearer <token>', 'invalid_token')
   if (settings.apiKey && sameSecret(token, settings.apiKey)) return { kind: 'admin' }
-  const tenantId = settings.jwtSecret ? await verifyTenantToken(settings.jwtSecret, token) : null
+  const tenantId = await settings.verifyTenantToken(token)
   if (tenantId) return { kind: 'tenant', tenantId }
   throw unauthorized('invalid credentials', 'invalid_token')
 }

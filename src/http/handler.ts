@@ -29,7 +29,7 @@ function stripBasePath(pathname: string, basePath: string): string {
  * const response = await handle(new Request('http://localhost/api/v1/healthz'))
  */
 export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions = {}): (request: Request) => Promise<Response> {
-  const settings = { apiKey: outflow.options.apiKey, auth: outflow.options.auth, jwtSecret: outflow.jwtSecret }
+  const settings = { apiKey: outflow.options.apiKey, auth: outflow.options.auth, verifyTenantToken: (token: string) => outflow.verifyTenantToken(token) }
   assertAuthConfigured(settings)
   const basePath = (options.basePath ?? '/api/v1').replace(/\/$/, '')
   const logger = options.logger ?? outflow.options.logger

@@ -1,8 +1,8 @@
-import { and, asc, count, eq, gte, inArray, isNull, lte, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, gte, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { JsonObject } from '../model/common.js'
 import { keysetPlan, type SqlContext } from './sql-context.js'
-import type { DestinationRecord, TenantListRequest, TenantRecord, TenantSummary } from './storage.js'
+import type { CredentialsReplacement, DestinationKey, DestinationRecord, StoredCredentials, TenantListRequest, TenantRecord, TenantSummary } from './storage.js'
 
 // Tenants and destinations: the directory side of the storage port.
 
@@ -169,6 +169,35 @@ export async function setDestinationDisabled(
         .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)))
     }
     return row as DestinationRecord
+  })
+}
+
+export async function scanCredentials(ctx: SqlContext, after: DestinationKey | undefined, limit: number): Promise<StoredCredentials[]> {
+  const { destinations: d } = ctx.tables
+  return ctx.run((db) =>
+    db
+      .select({ tenant_id: d.tenant_id, id: d.id, credentials: d.credentials })
+      .from(d)
+      .where(after ? sql`(${d.tenant_id}, ${d.id}) > (${after.tenant_id}, ${after.id})` : undefined)
+      .orderBy(asc(d.tenant_id), asc(d.id))
+      .limit(limit),
+  )
+}
+
+export async function replaceCredentials(ctx: SqlContext, rows: CredentialsReplacement[]): Promise<number> {
+  const { destinations: d } = ctx.tables
+  if (rows.length === 0) return 0
+  return ctx.transaction(async (db) => {
+    let replaced = 0
+    for (const r of rows) {
+      const done = await db
+        .update(d)
+        .set({ credentials: r.to })
+        .where(and(eq(d.tenant_id, r.tenant_id), eq(d.id, r.id), eq(d.credentials, r.from)))
+        .returning({ id: d.id })
+      replaced += done.length
+    }
+    return replaced
   })
 }
 

@@ -4,10 +4,11 @@ import * as queue from './sql-queue.js'
 import type { Storage } from './storage.js'
 
 /** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
-export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork'>): Storage {
+export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'path'>): Storage {
   return {
     onWork: lifecycle.onWork,
     dialect: ctx.dialect,
+    path: lifecycle.path,
     migrate: lifecycle.migrate,
     close: lifecycle.close,
     upsertTenant: (id, metadata, now) => directory.upsertTenant(ctx, id, metadata, now),
@@ -21,6 +22,8 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     updateDestination: (record) => directory.updateDestination(ctx, record),
     deleteDestination: (tenantId, id) => directory.deleteDestination(ctx, tenantId, id),
     setDestinationDisabled: (tenantId, id, at, now) => directory.setDestinationDisabled(ctx, tenantId, id, at, now),
+    scanCredentials: (after, limit) => directory.scanCredentials(ctx, after, limit),
+    replaceCredentials: (rows) => directory.replaceCredentials(ctx, rows),
     publishTargets: (ids) => directory.publishTargets(ctx, ids),
     insertEvents: (items) => queue.insertEvents(ctx, items),
     claimDueDeliveries: (q) => queue.claimDueDeliveries(ctx, q),

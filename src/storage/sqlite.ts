@@ -36,6 +36,7 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
     client.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
     const db = drizzle({ client, schema })
     return createSqlStorage(sqliteContext(client, db as unknown as Db, options.synchronous ?? 'FULL'), {
+      path: options.path,
       async migrate() {
         migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
       },

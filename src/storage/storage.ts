@@ -10,6 +10,8 @@ import type { KeysetRequest } from '../model/pagination.js'
  */
 export interface Storage {
   readonly dialect: 'sqlite' | 'postgres'
+  /** SQLite: the database file, or `:memory:` (the engine keeps its generated key file beside it). Absent for Postgres. */
+  readonly path?: string
   /** Apply pending migrations (safe when two processes start at once on Postgres). */
   migrate(): Promise<void>
   close(): Promise<void>
@@ -37,6 +39,15 @@ export interface Storage {
   deleteDestination(tenantId: string, id: string): Promise<boolean>
   /** Set `disabled_at` (kept when already set) or clear it (`null`); enabling resets the failure streak and makes parked deliveries due. */
   setDestinationDisabled(tenantId: string, id: string, at: Date | null, now: Date): Promise<DestinationRecord | null>
+
+  /** Stored credentials of every tenant's destinations, `limit` at a time in (tenant_id, id) order after `after` (re-encryption). */
+  scanCredentials(after: DestinationKey | undefined, limit: number): Promise<StoredCredentials[]>
+  /**
+   * Replace stored credentials in one transaction, each only if the row still holds `from` (a concurrent
+   * update wins). `updated_at` is kept: the credentials are the same, only their encryption changed.
+   * Returns how many rows were replaced.
+   */
+  replaceCredentials(rows: CredentialsReplacement[]): Promise<number>
 
   /** For publishing: each existing tenant's destinations (all, oldest first); unknown tenants are absent. */
   publishTargets(tenantIds: string[]): Promise<Map<string, DestinationRecord[]>>
@@ -112,7 +123,7 @@ export interface DestinationRecord {
   topics: string[]
   filter: JsonObject | null
   config: JsonObject
-  /** Sealed credentials: JSON text, or AES-256-GCM ciphertext when the engine has an encryption key. */
+  /** Sealed credentials (src/credentials.ts): `enc:v2:` AES-256-GCM ciphertext; older rows `enc:v1:` or plain JSON. */
   credentials: string
   delivery_metadata: Record<string, string> | null
   metadata: JsonObject | null
@@ -121,6 +132,20 @@ export interface DestinationRecord {
   updated_at: Date
   /** Consecutive failed attempts (reset by a success or enable). */
   consecutive_failures: number
+}
+
+export interface DestinationKey {
+  tenant_id: string
+  id: string
+}
+
+export interface StoredCredentials extends DestinationKey {
+  credentials: string
+}
+
+export interface CredentialsReplacement extends DestinationKey {
+  from: string
+  to: string
 }
 
 export interface EventRecord {

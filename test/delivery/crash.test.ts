@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
+import { encryptionKey } from '../support/engines.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 
@@ -45,7 +46,7 @@ for (const k of kinds) {
       const db = await k.make()
       cleanups.push(db.drop)
 
-      const proc = spawn(process.execPath, ['--import', 'tsx', child, db.kind, db.location, receiver.url], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const proc = spawn(process.execPath, ['--import', 'tsx', child, db.kind, db.location, receiver.url, encryptionKey], { stdio: ['ignore', 'pipe', 'inherit'] })
       let out = ''
       proc.stdout.on('data', (c: Buffer) => (out += c.toString()))
       const exited = new Promise((resolve) => proc.on('exit', resolve))
@@ -57,6 +58,7 @@ for (const k of kinds) {
 
       const outflow = await createOutflow({
         storage: db.storage,
+        encryptionKey,
         auth: false,
         allowPrivateNetworks: true,
         delivery: { concurrency: 16, leaseMs: 1500, pollIntervalMs: 100 },

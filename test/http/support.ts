@@ -4,6 +4,7 @@ import { expect, vi } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { type Outflow } from '../../src/engine.js'
 import type { Mount, MountedApi } from './mounts.js'
+import { encryptionKey } from '../support/engines.js'
 import type { StorageKind } from '../support/storages.js'
 
 export const adminKey = 'test-admin-key-0123456789'
@@ -124,7 +125,8 @@ export async function startSuite(mount: Mount, kind: StorageKind): Promise<{ ctx
   const storage = await kind.open()
   const drop = () => kind.cleanup()
   const receiver = await startReceiver()
-  const outflow = await createOutflow({ storage, apiKey: adminKey, jwtSecret, allowPrivateNetworks: true, portal: { url: portalUrl } })
+  const keys = storage.dialect === 'postgres' ? { encryptionKey } : {}
+  const outflow = await createOutflow({ storage, apiKey: adminKey, jwtSecret, allowPrivateNetworks: true, portal: { url: portalUrl }, ...keys })
   let mounted: MountedApi | undefined
   try {
     mounted = await mount.start(outflow)

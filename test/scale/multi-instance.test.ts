@@ -5,6 +5,7 @@ import { createOutflow } from '../../src/create-outflow.js'
 import { type Outflow } from '../../src/engine.js'
 import pg from 'postgres'
 import { postgres } from '../../src/storage/postgres.js'
+import { encryptionKey } from '../support/engines.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 
@@ -20,7 +21,7 @@ interface Instance {
 }
 
 function startInstance(url: string, leaseMs: number): Instance {
-  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, String(leaseMs)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, String(leaseMs), encryptionKey], { stdio: ['ignore', 'pipe', 'inherit'] })
   const instance: Instance = { proc, delivered: 0, ready: undefined as never, exited: new Promise((r) => proc.on('exit', r)) }
   instance.ready = new Promise((resolve) => {
     let buffer = ''
@@ -40,7 +41,7 @@ function startInstance(url: string, leaseMs: number): Instance {
 
 /** A publish-only engine (like an API server) on the shared database, with the tenant and 5 destinations. */
 async function setUp(url: string, receiverUrl: string): Promise<Outflow> {
-  const publisher = await createOutflow({ storage: postgres({ url }), auth: false, allowPrivateNetworks: true, delivery: { worker: false } })
+  const publisher = await createOutflow({ storage: postgres({ url }), encryptionKey, auth: false, allowPrivateNetworks: true, delivery: { worker: false } })
   await publisher.upsertTenant('scale', {})
   for (let d = 0; d < DESTINATIONS; d++)
     await publisher.createDestination('scale', { id: `d${d}`, type: 'webhook', topics: '*', config: { url: `${receiverUrl}/d${d}` } })

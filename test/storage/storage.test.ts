@@ -168,6 +168,28 @@ for (const kind of storageKinds()) {
         expect(await s.setDestinationDisabled('t-x', 'missing', null, at(1))).toBeNull()
       })
 
+      it('scans stored credentials in (tenant_id, id) pages and replaces them only where unchanged, keeping updated_at', async () => {
+        await s.upsertTenant('t-k1', {}, t0)
+        await s.upsertTenant('t-k2', {}, t0)
+        for (const [tenant, id] of [['t-k2', 'a'], ['t-k1', 'b'], ['t-k1', 'a']] as const) await s.insertDestination(destination(tenant, id, { credentials: `${tenant}/${id}` }))
+        const seen: string[] = []
+        let after: { tenant_id: string; id: string } | undefined
+        for (let page = await s.scanCredentials(undefined, 2); page.length > 0; page = await s.scanCredentials(after, 2)) {
+          expect(page.length).toBeLessThanOrEqual(2)
+          seen.push(...page.map((r) => `${r.tenant_id}/${r.id}=${r.credentials}`))
+          after = page[page.length - 1]
+        }
+        expect(seen.filter((r) => r.startsWith('t-k'))).toEqual(['t-k1/a=t-k1/a', 't-k1/b=t-k1/b', 't-k2/a=t-k2/a'])
+        expect(new Set(seen).size).toBe(seen.length)
+        const replaced = await s.replaceCredentials([
+          { tenant_id: 't-k1', id: 'a', from: 't-k1/a', to: 'sealed-a' },
+          { tenant_id: 't-k1', id: 'b', from: 'changed meanwhile', to: 'sealed-b' },
+        ])
+        expect(replaced).toBe(1)
+        expect(await s.getDestination('t-k1', 'a')).toMatchObject({ credentials: 'sealed-a', updated_at: t0 })
+        expect((await s.getDestination('t-k1', 'b'))?.credentials).toBe('t-k1/b')
+      })
+
       it('deleting a destination cancels its pending deliveries', async () => {
         await s.upsertTenant('t-c', {}, t0)
         await s.insertDestination(destination('t-c', 'd'))

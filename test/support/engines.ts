@@ -5,6 +5,8 @@ import { storageKinds } from './storages.js'
 
 export const apiKey = 'test-admin-key-0123456789'
 export const jwtSecret = 'test-jwt-secret-0123456789'
+/** Postgres has no key file: its engines need an explicit key (SQLite engines use their default key). */
+export const encryptionKey = 'test-encryption-key-0123456789abcdef'
 
 /** Engines over SQLite (memory) and Postgres (fresh database), closed and dropped by `cleanup()`. */
 export function engineKinds() {
@@ -19,7 +21,8 @@ export function engineKinds() {
         openStorage: () => kind.open(),
         async create(options: Partial<OutflowOptions> = {}): Promise<Outflow> {
           const storage = options.storage ?? (await kind.open())
-          const outflow = await createOutflow({ apiKey, jwtSecret, allowPrivateNetworks: true, ...options, storage })
+          const keys = kind.name === 'postgres' ? { encryptionKey } : {}
+          const outflow = await createOutflow({ apiKey, jwtSecret, allowPrivateNetworks: true, ...keys, ...options, storage })
           engines.push(outflow)
           return outflow
         },
