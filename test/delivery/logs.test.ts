@@ -157,7 +157,7 @@ for (const kind of droppable) {
       const { storage, dropAttempts, cleanup } = await kind.open()
       const receiver = await startReceiver()
       const { logger, records } = capturingLogger()
-      const outflow = await createOutflow({ storage, apiKey: secrets.apiKey, allowPrivateNetworks: true, logger })
+      const outflow = await createOutflow({ storage, apiKey: secrets.apiKey, encryptionKey: secrets.encryptionKey, allowPrivateNetworks: true, logger })
       try {
         await outflow.upsertTenant('acme', {})
         await outflow.createDestination('acme', { type: 'webhook', topics: '*', config: { url: `${receiver.url}/ok` } })

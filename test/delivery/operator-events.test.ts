@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Outflow } from '../../src/engine.js'
 import type { OperatorEvent } from '../../src/model/operator-event.js'
 import { resolveOptions } from '../../src/options.js'
-import { engineKinds, rejection } from '../support/engines.js'
+import { encryptionKey, engineKinds, rejection } from '../support/engines.js'
 import { startReceiver, waitFor, type Received } from '../support/receiver.js'
 import { amqpAvailable, amqpUrl } from '../support/services.js'
 
@@ -138,17 +138,18 @@ for (const kind of engineKinds()) {
 
     it('brings the sink up to date at start, keeping its generated secret', async () => {
       const storage = await kind.openStorage()
+      // Two engines on one storage: the same key, so the second reads what the first stored.
       const shared = { ...storage, close: async () => {} }
-      const first = await kind.create({ storage: shared, operatorEvents: { destination: { type: 'webhook', config: { url: `${receiver.url}/first` } } } })
+      const first = await kind.create({ storage: shared, encryptionKey, operatorEvents: { destination: { type: 'webhook', config: { url: `${receiver.url}/first` } } } })
       const before = await first.getDestination('outflow-operator', 'sink')
       await first.close()
-      const second = await kind.create({ storage: shared, operatorEvents: { destination: { type: 'webhook', config: { url: `${receiver.url}/second`, custom_headers: { 'x-env': 'test' } } } } })
+      const second = await kind.create({ storage: shared, encryptionKey, operatorEvents: { destination: { type: 'webhook', config: { url: `${receiver.url}/second`, custom_headers: { 'x-env': 'test' } } } } })
       const after = await second.getDestination('outflow-operator', 'sink')
       expect(after.config).toEqual({ url: `${receiver.url}/second`, custom_headers: { 'x-env': 'test' } })
       expect(after.credentials.secret).toBe(before.credentials.secret)
       expect(after.topics).toEqual(['*'])
       await second.close()
-      const third = await kind.create({ storage: shared, operatorEvents: { destination: { type: 'webhook', config: { url: `${receiver.url}/third` } } } })
+      const third = await kind.create({ storage: shared, encryptionKey, operatorEvents: { destination: { type: 'webhook', config: { url: `${receiver.url}/third` } } } })
       expect((await third.getDestination('outflow-operator', 'sink')).config).toEqual({ url: `${receiver.url}/third` })
     })
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { postgres } from '../../src/storage/postgres.js'
-import { apiKey, engineKinds } from '../support/engines.js'
+import { apiKey, encryptionKey, engineKinds } from '../support/engines.js'
 
 const admin = { authorization: `Bearer ${apiKey}` }
 
@@ -52,7 +52,7 @@ describe('health: a database that accepts connections but never answers', () => 
     const silent = net.createServer((socket) => void sockets.push(socket))
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
     const { port } = silent.address() as AddressInfo
-    const outflow = await createOutflow({ storage: postgres({ url: `postgres://postgres@127.0.0.1:${port}/none`, max: 1 }), apiKey, migrate: false, delivery: { worker: false } })
+    const outflow = await createOutflow({ storage: postgres({ url: `postgres://postgres@127.0.0.1:${port}/none`, max: 1 }), apiKey, encryptionKey, migrate: false, delivery: { worker: false } })
     try {
       const report = await outflow.health()
       expect(report).toMatchObject({ status: 'unavailable', storage: { dialect: 'postgres', reachable: false, error: expect.stringContaining('no answer') } })
