@@ -3,7 +3,7 @@
 // The one way down from the top: src/create-outflow.ts hands src/http's handler to the engine.
 const top = '^src/(index|create-outflow)[.]ts$'
 const engine = '^src/(engine/|engine[.]ts$|options[.]ts$)'
-const leaf = '^src/(errors|ids|credentials|load-peer|logger|tokens)[.]ts$'
+const leaf = '^src/(errors|ids|credentials|load-peer|logger|telemetry|tokens)[.]ts$'
 
 const below = (name, from, forbidden) => ({
   name,

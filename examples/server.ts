@@ -3,16 +3,18 @@
 //   DATABASE_URL=postgres://… npm run example
 // Environment: HOST (127.0.0.1), PORT (3000), OUTFLOW_API_KEY, OUTFLOW_JWT_SECRET, OUTFLOW_TOPICS
 // (comma-separated), OUTFLOW_DB (SQLite path), OUTFLOW_PORTAL_URL, OUTFLOW_ENCRYPTION_KEY and
-// OUTFLOW_PREVIOUS_ENCRYPTION_KEYS (comma-separated), and the socket timeouts OUTFLOW_HEADERS_TIMEOUT_MS
-// (10000), OUTFLOW_REQUEST_TIMEOUT_MS (30000), OUTFLOW_KEEP_ALIVE_TIMEOUT_MS (5000).
+// OUTFLOW_PREVIOUS_ENCRYPTION_KEYS (comma-separated), the socket timeouts OUTFLOW_HEADERS_TIMEOUT_MS
+// (10000), OUTFLOW_REQUEST_TIMEOUT_MS (30000), OUTFLOW_KEEP_ALIVE_TIMEOUT_MS (5000), LOG_LEVEL (debug),
+// and OTEL_EXPORTER_OTLP_ENDPOINT (traces and metrics over OTLP/HTTP when set).
 // Dev defaults are printed; never use them in production. With dev defaults it only listens on loopback.
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
+import { pino } from 'pino'
 import { outflowApp } from '../adapters/hono.js'
 import { createOutflow } from '../src/create-outflow.js'
-import type { Logger } from '../src/options.js'
 import { postgres } from '../src/storage/postgres.js'
 import { sqlite } from '../src/storage/sqlite.js'
+import { startTelemetry } from './telemetry.js'
 
 const devApiKey = 'dev-admin-key-change-me'
 const devJwtSecret = 'dev-jwt-secret-change-me'
@@ -39,12 +41,12 @@ function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host)
 }
 
-const logger: Logger = {
-  debug: () => {},
-  info: (message, fields) => console.log(`[outflow] ${message}`, fields ?? ''),
-  warn: (message, fields) => console.warn(`[outflow] ${message}`, fields ?? ''),
-  error: (message, fields) => console.error(`[outflow] ${message}`, fields ?? ''),
-}
+// One line per delivery attempt: successes are logged at debug, failures at info and warn. Pretty in a
+// terminal, JSON lines otherwise (LOG_LEVEL=info hides the successes).
+const logger = pino({
+  level: process.env.LOG_LEVEL ?? 'debug',
+  transport: process.stdout.isTTY ? { target: 'pino-pretty', options: { singleLine: true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' } } : undefined,
+})
 
 console.log('Outflow example server')
 const host = process.env.HOST || '127.0.0.1'
@@ -71,6 +73,10 @@ if (devDefaults && !isLoopback(host)) {
 
 console.warn('  WARNING: webhook targets on private networks (localhost, 10.x, 192.168.x, …) are allowed: local use only.')
 
+// Before createOutflow: the engine takes its instruments from the meter provider registered at creation.
+const otlpEndpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT
+const stopTelemetry = otlpEndpoint ? startTelemetry() : async () => {}
+
 const outflow = await createOutflow({
   storage: databaseUrl ? postgres({ url: databaseUrl }) : sqlite({ path: sqlitePath }),
   apiKey,
@@ -81,6 +87,8 @@ const outflow = await createOutflow({
   portal: portalUrl ? { url: portalUrl } : undefined,
   allowPrivateNetworks: true,
   logger,
+  // The receiver sees each attempt's trace context (traceparent) when tracing is on.
+  telemetry: { propagateTraceContext: true },
 })
 
 const app = new Hono()
@@ -98,6 +106,7 @@ const server = serve(
     const address = info.family === 'IPv6' ? `[${info.address}]` : info.address
     console.log(`  storage: ${databaseUrl ? 'postgres (DATABASE_URL)' : `sqlite at ${sqlitePath}`}`)
     console.log(`  topics: ${topics?.join(', ') ?? 'any'}`)
+    console.log(`  telemetry: ${otlpEndpoint ? `OTLP traces and metrics to ${otlpEndpoint}` : 'off (set OTEL_EXPORTER_OTLP_ENDPOINT)'}`)
     console.log(`  listening on http://${address}:${info.port}/api/v1  (OpenAPI: /api/v1/openapi.json)`)
   },
 )
@@ -106,6 +115,7 @@ async function shutdown(signal: string): Promise<void> {
   console.log(`\n${signal}: closing`)
   server.close()
   await outflow.close()
+  await stopTelemetry()
   process.exit(0)
 }
 process.once('SIGINT', () => void shutdown('SIGINT'))

@@ -8,22 +8,34 @@ import type { EngineContext } from './engine/context.js'
 import { credentialKeys } from './engine/credential-keys.js'
 import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
+import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
+import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
+import type { HealthReport } from './model/health.js'
+import type { OperatorEvent } from './model/operator-event.js'
 import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
 import type { Storage } from './storage/storage.js'
+import { Telemetry } from './telemetry.js'
 
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
 export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
+
+/** What `createOutflow` hands the engine besides storage and options. */
+export interface EngineServices {
+  createHandler?: HttpHandlerFactory
+  /** Spans and metrics (see src/telemetry.ts); off when absent. */
+  telemetry?: Telemetry
+}
 
 /**
  * The Outflow engine: the typed API of every operation, the delivery worker, and `fetch` for HTTP.
@@ -32,35 +44,42 @@ export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Pro
 export class Outflow extends EventEmitter<OutflowEvents> {
   readonly options: ResolvedOptions
   readonly storage: Storage
+  /** The engine's spans and metrics; the HTTP layer records API latency through it. */
+  readonly telemetry: Telemetry
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
+  readonly #operatorSink: OperatorSink
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
+  #stopObservingQueue?: () => void
 
   /** Prefer `createOutflow`, which also migrates, starts the worker and serves HTTP. */
-  constructor(storage: Storage, options: ResolvedOptions, createHandler?: HttpHandlerFactory) {
+  constructor(storage: Storage, options: ResolvedOptions, { createHandler, telemetry }: EngineServices = {}) {
     super()
     this.options = options
     this.storage = storage
+    this.telemetry = telemetry ?? new Telemetry(undefined, options.telemetry)
     this.#createHandler = createHandler
     let jwtSecret = options.jwtSecret
     if (!jwtSecret) {
       jwtSecret = randomBytes(32).toString('base64url')
-      options.logger.warn('no jwtSecret configured: tenant tokens are signed with a random per-process secret and stop working on restart')
+      options.logger.warn({}, 'no jwtSecret configured: tenant tokens are signed with a random per-process secret and stop working on restart')
     }
     this.#ctx = {
       storage,
       options,
       credentialKeys: credentialKeys(options, storage),
       jwtSecret,
+      telemetry: this.telemetry,
       now: () => new Date(),
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
     }
     const { credentialKeys: keys, now } = this.#ctx
-    this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, reporter: this.#reporter() })
+    this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
+    this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
   }
 
   /** Turns what delivery reports (storage records) into API shapes and host events. */
@@ -72,6 +91,13 @@ export class Outflow extends EventEmitter<OutflowEvents> {
           this.emit(name, { tenant_id: attempt.tenant_id, event_id: attempt.event_id, destination_id: attempt.destination_id, attempt: events.toDeliveryAttempt(attempt) })
       },
       alert: (alert) => this.emit('alert', alert),
+      wants: (topic) => this.listenerCount(topic) > 0 || this.#operatorSink.accepts(topic),
+      operatorEvent: (topic, data) => {
+        const event = OperatorSink.envelope(topic, data, this.#ctx.now())
+        // Each topic's listeners get that topic's envelope (OutflowEvents); the compiler cannot follow the pairing.
+        if (this.listenerCount(topic) > 0) (this.emit as (name: string, event: OperatorEvent) => boolean)(topic, event)
+        if (this.#operatorSink.accepts(topic)) this.#operatorSink.publish(event)
+      },
       destinationDisabled: (event) => this.emit('destination.disabled', event),
       publicDestination: (record) => {
         // An alert about a destination whose credentials cannot be read still goes out, without the destination.
@@ -85,9 +111,16 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     }
   }
 
-  /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
-  start(): void {
+  /** Set up the operator sink and start the delivery worker (createOutflow does this; the worker unless `delivery.worker` is false). */
+  async start(): Promise<void> {
+    await ensureOperatorSink(this.#ctx)
     if (this.options.delivery.worker) this.#worker.start()
+    this.#stopObservingQueue ??= this.telemetry.observeQueue(async () => {
+      const now = this.#ctx.now()
+      const { due, oldest_due_at } = await this.storage.queueStats(now)
+      return { depth: due, lagSeconds: oldest_due_at ? Math.max(0, now.getTime() - oldest_due_at.getTime()) / 1000 : 0 }
+    })
+    this.options.logger.info({ storage: this.storage.dialect, worker: this.options.delivery.worker, worker_id: this.#worker.id }, 'outflow started')
   }
 
   /** Apply pending storage migrations (createOutflow does this unless `migrate` is false). */
@@ -220,14 +253,30 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     return reencryptCredentials(this.#ctx, batchSize)
   }
 
+  // --- operations ---
+  /**
+   * Storage reachable (within 2 s), queue depth, age of the oldest due delivery, worker running.
+   * `{ queue: false }` only checks that storage answers (what `GET /healthz` does for load balancers).
+   *
+   * @example
+   * const report = await outflow.health() // { status: 'ok', storage: { reachable: true, … }, queue: { depth: 0, … }, worker: { … } }
+   */
+  health(options?: { queue?: boolean }): Promise<HealthReport> {
+    return checkHealth(this.#ctx, { enabled: this.options.delivery.worker, running: this.#worker.running }, options)
+  }
+
   /** Stop claiming, drain in-flight attempts (bounded), release leases, close connections. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#stopObservingQueue?.()
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
     await this.#worker.close()
+    // Operator events raised by the last results are committed too (delivered after a restart).
+    await this.#writer.drain()
     await this.storage.close()
+    this.options.logger.info({ worker_id: this.#worker.id }, 'outflow stopped')
   }
 
   get closed(): boolean {

@@ -1,8 +1,9 @@
 import * as v from 'valibot'
 import { RetryOptionsSchema, type RetryOptions } from './delivery/retry-schedule.js'
 import { OutflowError } from './errors.js'
-import { issuesToData } from './model/common.js'
-import type { Logger } from './logger.js'
+import { IdSchema, issuesToData, JsonObjectSchema, StringMapSchema } from './model/common.js'
+import { alertTopics, OperatorTopicSchema } from './model/operator-event.js'
+import { stderrLogger, type Logger } from './logger.js'
 import type { Storage } from './storage/storage.js'
 
 export type { Logger }
@@ -36,31 +37,52 @@ const OptionsSchema = v.object({
     }),
     {},
   ),
+  telemetry: v.optional(
+    v.object({
+      propagateTraceContext: v.optional(v.boolean(), false),
+    }),
+    {},
+  ),
   alerts: v.optional(
     v.object({
-      consecutiveFailures: v.optional(positiveInt('alerts.consecutiveFailures'), 20),
+      consecutiveFailures: v.optional(positiveInt('alerts.consecutiveFailures'), 100),
+      /** Disable a destination when its failure streak reaches `consecutiveFailures`. */
+      autoDisable: v.optional(v.boolean(), true),
+      /** @deprecated Use `operatorEvents`: this becomes a webhook operator sink for the alert topics. */
       callbackUrl: v.optional(v.pipe(v.string(), v.url('alerts.callbackUrl must be a URL'))),
     }),
     {},
+  ),
+  operatorEvents: v.optional(
+    v.object({
+      /** The sink: any destination type, as in createDestination (validated when the engine starts). */
+      destination: v.strictObject(
+        {
+          type: v.string('must be a destination type'),
+          config: v.optional(JsonObjectSchema),
+          credentials: v.optional(JsonObjectSchema),
+          delivery_metadata: v.optional(StringMapSchema),
+        },
+        'unexpected field',
+      ),
+      /** Topics sent to the sink (every topic is emitted in-process regardless). Default: the alerts. */
+      topics: v.optional(v.array(v.union([OperatorTopicSchema, v.literal('*')])), [...alertTopics]),
+      /** The tenant that holds the sink and logs its deliveries. */
+      tenantId: v.optional(IdSchema, 'outflow-operator'),
+    }),
   ),
 })
 
 export type OutflowOptions = v.InferInput<typeof OptionsSchema> & {
   /** `sqlite({ path })`, `postgres({ url })`, or any Storage implementation. */
   storage: Storage | (() => Promise<Storage>)
+  /** A pino-compatible logger (`info(fields, message)`); without one, warnings and errors go to stderr. */
   logger?: Logger
 }
 
 export type ResolvedOptions = Omit<v.InferOutput<typeof OptionsSchema>, 'delivery'> & {
   delivery: v.InferOutput<typeof OptionsSchema>['delivery'] & { retry: RetryOptions }
   logger: Logger
-}
-
-const quietLogger: Logger = {
-  debug: () => {},
-  info: () => {},
-  warn: (m, f) => console.warn(`[outflow] ${m}`, f ?? ''),
-  error: (m, f) => console.error(`[outflow] ${m}`, f ?? ''),
 }
 
 /** Validate engine options and fill defaults; a bad option is a clear error at start-up. */
@@ -76,5 +98,11 @@ export function resolveOptions(options: OutflowOptions): ResolvedOptions {
     throw new OutflowError('validation', 'invalid Outflow options: insecurePlaintextCredentials cannot be combined with encryption keys', {
       data: { insecurePlaintextCredentials: 'cannot be combined with encryptionKey or previousEncryptionKeys' },
     })
-  return { ...result.output, logger: logger ?? quietLogger } as ResolvedOptions
+  const resolved = { ...result.output, logger: logger ?? stderrLogger } as ResolvedOptions
+  const { callbackUrl } = resolved.alerts
+  if (callbackUrl) {
+    resolved.logger.warn({}, 'alerts.callbackUrl is deprecated: use operatorEvents (alerts now go to it as signed operator events)')
+    resolved.operatorEvents ??= { destination: { type: 'webhook', config: { url: callbackUrl } }, topics: [...alertTopics], tenantId: 'outflow-operator' }
+  }
+  return resolved
 }

@@ -1,10 +1,8 @@
-import { sendHttp } from '../net/http-client.js'
-import { startDeadline } from '../net/deadline.js'
-import type { AttemptWrite, DestinationStreak } from '../storage/storage.js'
+import type { DestinationStreak } from '../storage/storage.js'
 import type { DeliveryContext } from './context.js'
-import type { AlertPayload } from './events.js'
+import { attemptEventData, exhaustedRetries, type RecordedAttempt } from './operator-events.js'
 
-/** Alert levels, in percent of `alerts.consecutiveFailures`; at 100 the destination is disabled. */
+/** Alert levels, in percent of `alerts.consecutiveFailures`; at 100 the destination is disabled (`alerts.autoDisable`). */
 export const alertLevels = [50, 70, 90, 100] as const
 
 /** Levels whose threshold the streak crossed in this batch (from `before` to `after` failures). */
@@ -16,30 +14,54 @@ export function crossedLevels(threshold: number, before: number, after: number):
 }
 
 /**
- * After a batch of attempts is recorded: raise alerts for failure streaks that crossed a level
- * (host event + optional callback URL) and auto-disable destinations that reached the threshold.
- * Returns the destinations it disabled.
+ * After a batch of attempts is recorded: the operator events of each attempt (`attempt.*`,
+ * `alert.attempt.exhausted_retries`), then the failure streaks (see `handleStreaks`). The operator
+ * tenant's own deliveries raise nothing, so a failing sink cannot feed itself. Returns the
+ * destinations it disabled.
  */
-export async function handleStreaks(ctx: DeliveryContext, writes: AttemptWrite[], streaks: DestinationStreak[]): Promise<DestinationStreak[]> {
+export async function reportOutcomes(ctx: DeliveryContext, recorded: RecordedAttempt[], streaks: DestinationStreak[]): Promise<DestinationStreak[]> {
+  const { reporter } = ctx
+  const operatorTenant = ctx.options.operatorEvents?.tenantId
+  const tracked = operatorTenant === undefined ? recorded : recorded.filter((r) => r.delivery.tenant_id !== operatorTenant)
+  for (const r of tracked) {
+    const topic = r.write.attempt.status === 'success' ? 'attempt.success' : 'attempt.failed'
+    if (reporter.wants(topic)) reporter.operatorEvent(topic, attemptEventData(r, r.destination))
+    if (exhaustedRetries(r) && reporter.wants('alert.attempt.exhausted_retries')) reporter.operatorEvent('alert.attempt.exhausted_retries', attemptEventData(r, r.destination))
+  }
+  return handleStreaks(ctx, tracked, operatorTenant === undefined ? streaks : streaks.filter((s) => s.tenant_id !== operatorTenant))
+}
+
+/**
+ * Raise `alert.destination.consecutive_failure` for failure streaks that crossed a level, and at
+ * 100 % disable the destination (`alert.destination.disabled`) unless `alerts.autoDisable` is off.
+ */
+async function handleStreaks(ctx: DeliveryContext, recorded: RecordedAttempt[], streaks: DestinationStreak[]): Promise<DestinationStreak[]> {
   const disabled: DestinationStreak[] = []
-  const threshold = ctx.options.alerts.consecutiveFailures
+  const { consecutiveFailures: threshold, autoDisable } = ctx.options.alerts
   for (const streak of streaks) {
     if (streak.consecutive_failures === 0) continue
-    // Failures this batch added to the streak: those after its last success, or all of them.
+    // Failures this batch added to the streak (those after its last success), and the last of them.
     let added = 0
-    for (const { attempt } of writes) {
-      if (attempt.tenant_id !== streak.tenant_id || attempt.destination_id !== streak.destination_id) continue
-      added = attempt.status === 'success' ? 0 : added + 1
+    let last: RecordedAttempt | undefined
+    for (const r of recorded) {
+      if (r.delivery.tenant_id !== streak.tenant_id || r.delivery.destination_id !== streak.destination_id) continue
+      added = r.write.attempt.status === 'success' ? 0 : added + 1
+      last = r
     }
-    const levels = crossedLevels(threshold, streak.consecutive_failures - added, streak.consecutive_failures)
-    for (const level of levels) {
-      const disable = level === 100
-      const record = disable
-        ? await ctx.storage.setDestinationDisabled(streak.tenant_id, streak.destination_id, ctx.now(), ctx.now())
-        : await ctx.storage.getDestination(streak.tenant_id, streak.destination_id)
-      const alert: AlertPayload = {
+    if (!last) continue
+    for (const level of crossedLevels(threshold, streak.consecutive_failures - added, streak.consecutive_failures)) {
+      const disable = level === 100 && autoDisable
+      const now = ctx.now()
+      const record = disable ? await ctx.storage.setDestinationDisabled(streak.tenant_id, streak.destination_id, now, now) : last.destination
+      if (!record) continue // deleted meanwhile
+      const data = attemptEventData(last, record)
+      ctx.reporter.operatorEvent('alert.destination.consecutive_failure', {
+        ...data,
+        consecutive_failures: { current: streak.consecutive_failures, max: threshold, threshold: level },
+      })
+      ctx.reporter.alert({
         topic: 'alert.consecutive_failure',
-        timestamp: ctx.now().toISOString(),
+        timestamp: now.toISOString(),
         data: {
           tenant_id: streak.tenant_id,
           destination_id: streak.destination_id,
@@ -47,34 +69,16 @@ export async function handleStreaks(ctx: DeliveryContext, writes: AttemptWrite[]
           max_consecutive_failures: threshold,
           level,
           will_disable: disable,
-          destination: record ? ctx.reporter.publicDestination(record) : null,
+          destination: ctx.reporter.publicDestination(record),
         },
-      }
-      ctx.reporter.alert(alert)
-      await postAlert(ctx, alert)
+      })
       if (disable) {
         disabled.push(streak)
-        ctx.options.logger.warn('destination disabled after consecutive failures', { tenant_id: streak.tenant_id, destination_id: streak.destination_id, consecutive_failures: streak.consecutive_failures })
+        ctx.options.logger.warn({ tenant_id: streak.tenant_id, destination_id: streak.destination_id, consecutive_failures: streak.consecutive_failures }, 'destination disabled after consecutive failures')
+        ctx.reporter.operatorEvent('alert.destination.disabled', { ...data, disabled_at: (record.disabled_at ?? now).toISOString(), reason: 'consecutive_failure' })
         ctx.reporter.destinationDisabled({ tenant_id: streak.tenant_id, destination_id: streak.destination_id, reason: 'consecutive_failures' })
       }
     }
   }
   return disabled
-}
-
-/** POST the alert to `alerts.callbackUrl` with the admin key as bearer. The operator chose the URL, so private networks are allowed. */
-async function postAlert(ctx: DeliveryContext, alert: AlertPayload): Promise<void> {
-  const url = ctx.options.alerts.callbackUrl
-  if (!url) return
-  const headers: Record<string, string> = { 'content-type': 'application/json' }
-  if (ctx.options.apiKey) headers.authorization = `Bearer ${ctx.options.apiKey}`
-  const deadline = startDeadline(ctx.options.delivery.timeoutMs)
-  try {
-    const res = await sendHttp(url, { method: 'POST', headers, body: JSON.stringify(alert) }, { allowPrivateNetworks: true, signal: deadline.signal })
-    if (res.status < 200 || res.status >= 300) ctx.options.logger.warn('alert callback answered with an error', { status: res.status })
-  } catch (err) {
-    ctx.options.logger.warn('alert callback failed', { error: (err as Error).message })
-  } finally {
-    deadline.clear()
-  }
 }

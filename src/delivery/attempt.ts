@@ -18,9 +18,9 @@ export function deliveryMetadata(d: ClaimedDelivery, destination: DestinationRec
   }
 }
 
-/** What a publisher is asked to send for a claimed delivery. */
-export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord): DeliveryMessage {
-  return {
+/** What a publisher is asked to send for a claimed delivery; `traceHeaders` when the host propagates trace context. */
+export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord, traceHeaders?: Record<string, string>): DeliveryMessage {
+  const message: DeliveryMessage = {
     id: d.event_id,
     tenant_id: d.tenant_id,
     destination_id: d.destination_id,
@@ -30,6 +30,8 @@ export function deliveryMessage(d: ClaimedDelivery, destination: DestinationReco
     metadata: deliveryMetadata(d, destination),
     attempt: d.attempt_count + 1,
   }
+  if (traceHeaders) message.trace_headers = traceHeaders
+  return message
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Keyring } from '../credentials.js'
 import type { Logger } from '../logger.js'
 import type { Storage } from '../storage/storage.js'
+import type { Telemetry } from '../telemetry.js'
 import type { DeliveryReporter } from './events.js'
 import type { RetryOptions } from './retry-schedule.js'
 
@@ -16,11 +17,11 @@ export interface DeliverySettings {
     drainTimeoutMs: number
     retry: RetryOptions
   }
-  alerts: { consecutiveFailures: number; callbackUrl?: string | undefined }
+  alerts: { consecutiveFailures: number; autoDisable: boolean }
+  /** The operator tenant (its deliveries raise no operator events; its sink may be on a private network). */
+  operatorEvents?: { tenantId: string } | undefined
   allowPrivateNetworks: boolean
   relayUrl?: string | undefined
-  /** Sent as the bearer of alert callbacks. */
-  apiKey?: string | undefined
   logger: Logger
 }
 
@@ -31,5 +32,7 @@ export interface DeliveryContext {
   /** Keys of credentials at rest; `undefined` only under `insecurePlaintextCredentials`. */
   credentialKeys: Keyring | undefined
   reporter: DeliveryReporter
+  /** Attempt spans and delivery metrics. */
+  telemetry: Telemetry
   now(): Date
 }

@@ -1,8 +1,9 @@
-import type { DeliveryWorker } from './worker.js'
+import type { DeliveryWorker, QueuedDelivery } from './worker.js'
 import { notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { PublishResult } from '../model/event.js'
-import type { ClaimedDelivery, DestinationRecord, EventRecord, NewEventWithDeliveries } from '../storage/storage.js'
+import type { DestinationRecord, EventRecord, NewEventWithDeliveries } from '../storage/storage.js'
+import type { TraceLink } from '../telemetry.js'
 import type { Storage } from '../storage/storage.js'
 import { matchDestinations } from './match.js'
 
@@ -10,6 +11,8 @@ import { matchDestinations } from './match.js'
 export interface EventToWrite {
   event: EventRecord
   destinationId?: string
+  /** The publish span's context, handed to the attempt spans of fast-path deliveries. */
+  trace?: TraceLink
 }
 
 interface Pending {
@@ -90,7 +93,7 @@ export class EventWriter {
         for (const a of accepted) a.pending.reject(err)
         return
       }
-      const claimed: ClaimedDelivery[] = []
+      const claimed: QueuedDelivery[] = []
       let offset = 0
       for (const { pending, items: own } of accepted) {
         const mine = results.slice(offset, offset + own.length)
@@ -100,8 +103,9 @@ export class EventWriter {
           mine.forEach((r, i) => {
             if (r.duplicate) return
             const { event, deliveries } = own[i]!
+            const { trace } = pending.events[i]!
             for (const d of deliveries)
-              claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event })
+              claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
           })
       }
       if (claimed.length) this.#worker.enqueue(claimed)

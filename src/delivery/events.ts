@@ -1,12 +1,22 @@
 import type { Destination } from '../model/destination.js'
 import type { DeliveryAttempt } from '../model/event.js'
+import type { OperatorEventOf, OperatorTopic } from '../model/operator-event.js'
 import type { AttemptRecord, DestinationRecord } from '../storage/storage.js'
 
-/** Typed events the engine emits for its host. */
+/**
+ * Typed events the engine emits for its host: the operator events (each under its topic, the same
+ * envelope the operator sink receives), and the outcome of every attempt.
+ */
 export interface OutflowEvents {
+  'alert.destination.consecutive_failure': [OperatorEventOf<'alert.destination.consecutive_failure'>]
+  'alert.destination.disabled': [OperatorEventOf<'alert.destination.disabled'>]
+  'alert.attempt.exhausted_retries': [OperatorEventOf<'alert.attempt.exhausted_retries'>]
+  'attempt.success': [OperatorEventOf<'attempt.success'>]
+  'attempt.failed': [OperatorEventOf<'attempt.failed'>]
   'delivery.succeeded': [DeliveryOutcome]
   'delivery.failed': [DeliveryOutcome]
   'destination.disabled': [DestinationDisabled]
+  /** @deprecated Use `alert.destination.consecutive_failure`. */
   alert: [AlertPayload]
 }
 
@@ -23,7 +33,7 @@ export interface DestinationDisabled {
   reason: 'consecutive_failures' | 'gone'
 }
 
-/** Sent to the host callback and the optional alert URL when failures pile up. */
+/** @deprecated The payload of the `alert` event; `alert.destination.consecutive_failure` replaces it. */
 export interface AlertPayload {
   topic: 'alert.consecutive_failure'
   timestamp: string
@@ -46,8 +56,12 @@ export interface AlertPayload {
 export interface DeliveryReporter {
   /** An attempt's outcome, before it is written. */
   attempted(attempt: AttemptRecord): void
-  /** A failure streak crossed an alert level. */
+  /** A failure streak crossed an alert level (the deprecated `alert` event). */
   alert(alert: AlertPayload): void
+  /** Whether an operator topic has a listener or goes to the sink: events nobody wants are not built. */
+  wants(topic: OperatorTopic): boolean
+  /** An operator event: emitted in-process and published to the operator sink when its topic is configured. */
+  operatorEvent<T extends OperatorTopic>(topic: T, data: OperatorEventOf<T>['data']): void
   /** A destination was disabled by delivery (410 Gone, or the failure threshold). */
   destinationDisabled(event: DestinationDisabled): void
   /** The API shape of a destination, for alert payloads; null when its credentials cannot be read. */

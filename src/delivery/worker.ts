@@ -5,10 +5,14 @@ import type { AttemptResult } from '../model/attempt-result.js'
 import type { Publisher } from '../destinations/types.js'
 import { CredentialsError, unsealCredentials } from '../credentials.js'
 import { newId } from '../ids.js'
-import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
-import { handleStreaks } from './alerts.js'
+import { errorFields } from '../logger.js'
+import type { TraceLink } from '../telemetry.js'
+import type { ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
+import { reportOutcomes } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
+import { logAttempt } from './attempt-log.js'
+import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
 import { DeliveryError, attemptResultFromError, closeHttpClients } from '../net/http-client.js'
 import { startDeadline } from '../net/deadline.js'
 
@@ -21,6 +25,9 @@ const writeBatch = 500
 const writeGatherMs = 10
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
+
+/** A leased delivery in this worker's queues; a local publish's carry its span context in memory. */
+export type QueuedDelivery = ClaimedDelivery & { trace?: TraceLink }
 
 /**
  * The delivery worker: runs attempts with a global and a per-destination concurrency limit, takes
@@ -37,7 +44,7 @@ export class DeliveryWorker {
   readonly #maxHeld: number
   readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
-  #writes: AttemptWrite[] = []
+  #writes: RecordedAttempt[] = []
   #writing?: Promise<void>
   #running = false
   #stopping = false
@@ -59,13 +66,18 @@ export class DeliveryWorker {
     this.#running = true
     this.#loop = this.#claimLoop()
     // Other instances announce work they could not take themselves; the poll is only the fallback.
-    this.#unlisten = this.#ctx.storage.onWork?.(() => this.wake()).catch((err: Error) => {
-      this.#ctx.options.logger.warn('listening for work failed; relying on polling', { error: err.message })
+    this.#unlisten = this.#ctx.storage.onWork?.(() => this.wake()).catch((err: unknown) => {
+      this.#ctx.options.logger.error({ error: errorFields(err) }, 'listening for work failed; relying on polling')
       return undefined
     })
   }
 
   #unlisten?: Promise<(() => Promise<void>) | undefined>
+
+  /** Started and not closing. */
+  get running(): boolean {
+    return this.#running && !this.#stopping
+  }
 
   /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
   fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
@@ -74,7 +86,7 @@ export class DeliveryWorker {
   }
 
   /** Take leased deliveries into the local queues. */
-  enqueue(deliveries: ClaimedDelivery[]): void {
+  enqueue(deliveries: QueuedDelivery[]): void {
     for (const d of deliveries) {
       if (this.#held.has(d.id)) continue
       this.#held.add(d.id)
@@ -126,7 +138,7 @@ export class DeliveryWorker {
           full = claimed.length === room
         } catch (err) {
           if (this.#stopping) break
-          this.#ctx.options.logger.error('claiming deliveries failed', { error: (err as Error).message })
+          this.#ctx.options.logger.error({ error: errorFields(err) }, 'claiming deliveries failed')
         }
       }
       if (full) continue
@@ -146,7 +158,7 @@ export class DeliveryWorker {
       const until = new Date(Date.now() + this.#ctx.options.delivery.leaseMs)
       await this.#ctx.storage.extendLeases(this.id, [...this.#held], until)
     } catch (err) {
-      this.#ctx.options.logger.warn('renewing leases failed', { error: (err as Error).message })
+      this.#ctx.options.logger.error({ count: this.#held.size, error: errorFields(err) }, 'renewing leases failed')
     }
   }
 
@@ -170,11 +182,16 @@ export class DeliveryWorker {
     const { options } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
       { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination) },
-      { allowPrivateNetworks: options.allowPrivateNetworks, userAgent, relayUrl: options.relayUrl },
+      { allowPrivateNetworks: options.allowPrivateNetworks || this.#isOperatorSink(destination), userAgent, relayUrl: options.relayUrl },
     )
     this.#publishers.set(k, { publisher, version })
     publisher.catch(() => this.#publishers.get(k)?.publisher === publisher && this.#publishers.delete(k))
     return publisher
+  }
+
+  /** The operator configured the sink's address (like the alert URL before it), so it may be on a private network. */
+  #isOperatorSink(destination: DestinationRecord): boolean {
+    return destination.tenant_id === this.#ctx.options.operatorEvents?.tenantId && destination.id === operatorSinkId
   }
 
   /** Unreadable credentials (wrong key, a row copied from another destination) fail the attempt as a configuration error. */
@@ -187,7 +204,7 @@ export class DeliveryWorker {
     }
   }
 
-  async #attempt(d: ClaimedDelivery): Promise<void> {
+  async #attempt(d: QueuedDelivery): Promise<void> {
     let recorded = false
     try {
       if (this.#stopping) return // not started before close(): its lease is released
@@ -197,15 +214,20 @@ export class DeliveryWorker {
         await this.#ctx.storage.holdDeliveries([d.id], !destination)
         return
       }
+      const { telemetry } = this.#ctx
       const at = this.#ctx.now()
       const started = performance.now()
+      const span = telemetry.startAttempt(
+        { tenant_id: d.tenant_id, destination_id: d.destination_id, destination_type: destination.type, event_id: d.event_id, attempt_number: d.attempt_count + 1 },
+        d.trace,
+      )
       let result: AttemptResult
       try {
         const publisher = await this.#publisher(destination)
         // One deadline for every destination type: each publisher honours the signal and reports a timeout.
         const deadline = startDeadline(this.#ctx.options.delivery.timeoutMs)
         try {
-          result = await publisher.publish(deliveryMessage(d, destination), { signal: deadline.signal })
+          result = await publisher.publish(deliveryMessage(d, destination, span?.headers), { signal: deadline.signal })
         } finally {
           deadline.clear()
         }
@@ -213,12 +235,16 @@ export class DeliveryWorker {
         result = attemptResultFromError(err)
       }
       const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
-      this.#record(write)
+      const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }
+      this.#record(entry)
       recorded = true
+      span?.end(write.attempt)
+      telemetry.recordDelivered(destination.type, write.attempt.status, Date.now() - d.event.created_at.getTime())
+      logAttempt(this.#ctx.options.logger, destination, write)
       this.#ctx.reporter.attempted(write.attempt)
-      if (result.disable) await this.#disableGone(d)
+      if (entry.gone) await this.#disableGone(entry)
     } catch (err) {
-      this.#ctx.options.logger.error('delivery attempt failed unexpectedly', { delivery_id: d.id, error: (err as Error).message })
+      this.#ctx.options.logger.error({ tenant_id: d.tenant_id, destination_id: d.destination_id, event_id: d.event_id, error: errorFields(err) }, 'delivery attempt failed unexpectedly')
     } finally {
       // A recorded attempt stays held until its result is written, so the claim loop cannot take it again.
       if (!recorded) this.#release([d.id])
@@ -230,16 +256,19 @@ export class DeliveryWorker {
     if (this.#held.size < this.#maxHeld / 2) this.wake()
   }
 
-  async #disableGone(d: ClaimedDelivery): Promise<void> {
+  async #disableGone(entry: RecordedAttempt): Promise<void> {
+    const { delivery: d } = entry
     const now = this.#ctx.now()
-    await this.#ctx.storage.setDestinationDisabled(d.tenant_id, d.destination_id, now, now)
+    const record = await this.#ctx.storage.setDestinationDisabled(d.tenant_id, d.destination_id, now, now)
     this.destinationChanged(d.tenant_id, d.destination_id)
-    this.#ctx.options.logger.warn('destination disabled: the receiver answered 410 Gone', { tenant_id: d.tenant_id, destination_id: d.destination_id })
+    this.#ctx.options.logger.warn({ tenant_id: d.tenant_id, destination_id: d.destination_id }, 'destination disabled: the receiver answered 410 Gone')
     this.#ctx.reporter.destinationDisabled({ tenant_id: d.tenant_id, destination_id: d.destination_id, reason: 'gone' })
+    if (record && d.tenant_id !== this.#ctx.options.operatorEvents?.tenantId)
+      this.#ctx.reporter.operatorEvent('alert.destination.disabled', { ...attemptEventData(entry, record), disabled_at: (record.disabled_at ?? now).toISOString(), reason: 'gone' })
   }
 
-  #record(write: AttemptWrite): void {
-    this.#writes.push(write)
+  #record(entry: RecordedAttempt): void {
+    this.#writes.push(entry)
     if (this.#writes.length >= writeBatch) this.#gathered?.()
     this.#startWriting()
   }
@@ -275,16 +304,24 @@ export class DeliveryWorker {
     }
   }
 
-  /** Write attempt results in one transaction, then handle failure streaks and retry wake-ups. */
-  async #writeBatch(writes: AttemptWrite[]): Promise<void> {
+  /** Write attempt results in one transaction, then report outcomes (operator events, failure streaks) and schedule wake-ups. */
+  async #writeBatch(entries: RecordedAttempt[]): Promise<void> {
+    const writes = entries.map((e) => e.write)
     try {
-      const streaks = await this.#ctx.storage.recordAttempts(writes)
-      const disabled = await handleStreaks(this.#ctx, writes, streaks)
-      for (const { tenant_id, destination_id } of disabled) this.destinationChanged(tenant_id, destination_id)
+      let streaks
+      try {
+        streaks = await this.#ctx.storage.recordAttempts(writes)
+      } catch (err) {
+        // The leases expire and the deliveries are attempted again: at-least-once.
+        this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'recording attempts failed')
+        return
+      }
       for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
-    } catch (err) {
-      // The leases expire and the deliveries are attempted again: at-least-once.
-      this.#ctx.options.logger.error('recording attempts failed', { count: writes.length, error: (err as Error).message })
+      const disabled = await reportOutcomes(this.#ctx, entries, streaks).catch((err: unknown) => {
+        this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'reporting attempt outcomes failed')
+        return []
+      })
+      for (const { tenant_id, destination_id } of disabled) this.destinationChanged(tenant_id, destination_id)
     } finally {
       this.#release(writes.map((w) => w.delivery.id))
     }
@@ -314,9 +351,10 @@ export class DeliveryWorker {
     for (const q of this.#perDestination.values()) q.clear()
     this.#global.clear()
     const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false)])
-    if (!drained) this.#ctx.options.logger.warn('close: attempts still in flight after drainTimeoutMs; their leases are released')
+    if (!drained) this.#ctx.options.logger.warn({ in_flight: this.#global.pending }, 'close: attempts still in flight after drainTimeoutMs; their leases are released')
     await this.#flush()
-    await this.#ctx.storage.releaseLeases(this.id).catch((err: Error) => this.#ctx.options.logger.error('releasing leases failed', { error: err.message }))
+    // A worker that never started holds no lease (and an API-only process must not wait on storage here).
+    if (this.#running) await this.#ctx.storage.releaseLeases(this.id).catch((err: unknown) => this.#ctx.options.logger.error({ error: errorFields(err) }, 'releasing leases failed'))
     await Promise.all([...this.#publishers.values()].map((c) => c.publisher.then((p) => p.close()).catch(() => undefined)))
     this.#publishers.clear()
     // Pools are shared per origin; ones closed here are re-created on demand by another engine in the process.

@@ -15,6 +15,8 @@ export interface DeliveryMessage {
   metadata: Record<string, string>
   /** 1 for the first attempt. */
   attempt: number
+  /** W3C trace context of this attempt (`traceparent`, `tracestate`) when the host opted in; HTTP types send it as headers. */
+  trace_headers?: Record<string, string>
 }
 
 /** A stored destination as a publisher sees it: decrypted credentials, validated config. */

@@ -296,6 +296,7 @@ export const webhook: DestinationTypeDefinition = {
         const headers = {
           ...customHeaders,
           ...metadataHeaders(message.metadata),
+          ...message.trace_headers,
           'content-type': 'application/json',
           'user-agent': context.userAgent,
           'webhook-id': message.id,

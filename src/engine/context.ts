@@ -1,6 +1,7 @@
 import type { Keyring } from '../credentials.js'
 import type { ResolvedOptions } from '../options.js'
 import type { Storage } from '../storage/storage.js'
+import type { Telemetry } from '../telemetry.js'
 
 /** What engine operations share: storage, resolved options and the clock. */
 export interface EngineContext {
@@ -10,6 +11,8 @@ export interface EngineContext {
   credentialKeys: Keyring | undefined
   /** Secret that signs tenant tokens (configured, or random per process with a warning). */
   jwtSecret: string
+  /** Spans and metrics of publishes. */
+  telemetry: Telemetry
   now(): Date
   /** Called after a destination changed or went away, so cached publishers are replaced. */
   destinationChanged(tenantId: string, destinationId: string): void

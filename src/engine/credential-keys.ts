@@ -15,7 +15,7 @@ import type { Storage } from '../storage/storage.js'
  */
 export function credentialKeys(options: ResolvedOptions, storage: Storage): Keyring | undefined {
   if (options.insecurePlaintextCredentials) {
-    options.logger.warn('insecurePlaintextCredentials: destination credentials are stored unencrypted (development only)')
+    options.logger.warn({}, 'insecurePlaintextCredentials: destination credentials are stored unencrypted (development only)')
     return undefined
   }
   const previous = options.previousEncryptionKeys
@@ -45,7 +45,7 @@ function readOrCreateKeyFile(path: string, options: ResolvedOptions): string {
   writeFileSync(temporary, `${generateEncryptionKey()}\n`, { mode: 0o600, flag: 'wx' })
   try {
     linkSync(temporary, path)
-    options.logger.warn(`generated the credentials encryption key ${path}: back it up with the database, which cannot be read without it`)
+    options.logger.warn({ path }, 'generated the credentials encryption key: back it up with the database, which cannot be read without it')
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
   } finally {
@@ -58,6 +58,6 @@ function readKeyFile(path: string, options: ResolvedOptions): string {
   const key = readFileSync(path, 'utf8').trim()
   if (key.length < 16) throw new OutflowError('validation', `the credentials key file ${path} holds no key (expected at least 16 characters)`)
   if (process.platform !== 'win32' && (statSync(path).mode & 0o077) !== 0)
-    options.logger.warn(`the credentials key file ${path} is readable by other users: chmod 600 it`)
+    options.logger.warn({ path }, 'the credentials key file is readable by other users: chmod 600 it')
   return key
 }

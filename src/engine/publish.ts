@@ -27,19 +27,22 @@ export async function publishEvents(ctx: EngineContext, writer: EventWriter, inp
   parsed.forEach((p, i) => checkTopic(ctx, p.topic, single ? 'topic' : `${i}.topic`, data))
   if (Object.keys(data).length) throw new OutflowError('validation', 'validation error', { data })
   const now = ctx.now()
-  return writer.write(
-    parsed.map((p) => ({
-      destinationId: p.destination_id,
-      event: {
-        tenant_id: p.tenant_id,
-        id: p.id ?? newId('evt'),
-        topic: p.topic,
-        time: p.time ?? now,
-        data: p.data,
-        metadata: p.metadata ?? {},
-        eligible_for_retry: p.eligible_for_retry ?? true,
-        created_at: now,
-      },
-    })),
+  const items = parsed.map((p) => ({
+    destinationId: p.destination_id,
+    event: {
+      tenant_id: p.tenant_id,
+      id: p.id ?? newId('evt'),
+      topic: p.topic,
+      time: p.time ?? now,
+      data: p.data,
+      metadata: p.metadata ?? {},
+      eligible_for_retry: p.eligible_for_retry ?? true,
+      created_at: now,
+    },
+  }))
+  // The publish span's context travels with the deliveries to their attempt spans (a link).
+  return ctx.telemetry.publish(
+    items.map((i) => i.event),
+    (trace) => writer.write(trace ? items.map((i) => ({ ...i, trace })) : items),
   )
 }

@@ -1,3 +1,4 @@
+import { errorFields } from '../logger.js'
 import { CredentialsError, sealCredentials, sealedWithCurrentKey, unsealCredentials } from '../credentials.js'
 import { OutflowError } from '../errors.js'
 import type { CredentialsReplacement, DestinationKey } from '../storage/storage.js'
@@ -36,7 +37,7 @@ export async function reencryptCredentials(ctx: EngineContext, batchSize: number
       } catch (err) {
         if (!(err instanceof CredentialsError)) throw err
         result.failed++
-        ctx.options.logger.error('re-encrypt: stored credentials cannot be read', { tenant_id: row.tenant_id, destination_id: row.id, error: err.message })
+        ctx.options.logger.error({ tenant_id: row.tenant_id, destination_id: row.id, error: errorFields(err) }, 're-encrypt: stored credentials cannot be read')
       }
     }
     result.reencrypted += await ctx.storage.replaceCredentials(replacements)

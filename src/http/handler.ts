@@ -6,7 +6,7 @@ import { buildOpenApiDocument } from './openapi.js'
 import { queryRecord, validateParams, validateQuery } from './query.js'
 import { type HttpLogger, errorResponse, jsonResponse } from './responses.js'
 import { createRouter } from './router.js'
-import { Reply, routes } from './routes.js'
+import { type Access, Reply, routes } from './routes.js'
 
 export interface HttpHandlerOptions {
   /** Prefix stripped from request paths when present (default `/api/v1`); paths without it are served too. */
@@ -38,18 +38,29 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
   const openapi = () => (document ??= buildOpenApiDocument(routes, { serverUrl: basePath || '/' }))
 
   return async function handle(request: Request): Promise<Response> {
+    const started = performance.now()
+    const served: { route?: string } = {}
+    const response = await serve(request, served)
+    // The route's template, never the raw path: ids would make every tenant a new time series.
+    outflow.telemetry.recordApiResponse(request.method, served.route ?? 'unmatched', response.status, performance.now() - started)
+    return response
+  }
+
+  async function serve(request: Request, served: { route?: string }): Promise<Response> {
     const url = new URL(request.url)
     const path = stripBasePath(url.pathname, basePath)
     let headers: Record<string, string> = {}
     try {
       if (request.method === 'OPTIONS') return optionsResponse(router.allowed(path), path)
       const { spec, params } = router.match(request.method, path)
+      served.route = spec.path
       if (spec.deprecated) headers = { Deprecation: 'true' }
-      if (spec.access !== 'public') authorize(await authenticate(request.headers.get('authorization'), settings), spec.access, params)
+      const check = async (access: Access) => authorize(await authenticate(request.headers.get('authorization'), settings), access, params)
+      if (spec.access !== 'public') await check(spec.access)
       validateParams(spec.params, params)
       const query = validateQuery(spec.query, queryRecord(url.searchParams))
       const body = spec.body ? await readJsonBody(request, outflow.options.maxBodyBytes) : undefined
-      const result = await spec.handle({ outflow, params, query, body, openapi })
+      const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check })
       if (result instanceof Reply) return jsonResponse(result.status, result.body, headers)
       return jsonResponse(spec.responses[0].status, result, headers)
     } catch (error) {

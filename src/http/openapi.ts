@@ -4,12 +4,14 @@ import { DateTimeSchema, RepeatedStringSchema } from '../model/common.js'
 import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } from '../model/destination.js'
 import { DestinationTypeInfoSchema, FieldSpecSchema } from '../model/destination-type.js'
 import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
+import { HealthReportSchema } from '../model/health.js'
 import { PaginationSchema } from '../model/pagination.js'
 import { TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import type { RouteSpec } from './routes.js'
 import {
   ErrorBodySchema,
   EventPageSchema,
+  HealthSchema,
   PortalRedirectSchema,
   SuccessSchema,
   TenantPageSchema,
@@ -38,6 +40,8 @@ const namedSchemas = {
   PortalRedirect: PortalRedirectSchema,
   TenantToken: TenantTokenSchema,
   Success: SuccessSchema,
+  Health: HealthSchema,
+  HealthReport: HealthReportSchema,
   Error: ErrorBodySchema,
 } satisfies Record<string, Schema>
 

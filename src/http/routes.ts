@@ -13,6 +13,7 @@ import {
 } from '../model/event.js'
 import { ListTenantsQuerySchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
+import { HealthQuerySchema, HealthReportSchema } from '../model/health.js'
 import type { QueryRecord } from './query.js'
 import {
   EventPageSchema,
@@ -44,6 +45,8 @@ export interface RouteContext {
   body: unknown
   /** The OpenAPI document, for the one route that serves it. */
   openapi: () => unknown
+  /** Hold the caller to a stricter rule than the route's own (e.g. health details need the admin key): 401/403. */
+  authorize: (access: Access) => Promise<void>
 }
 
 /** A handler's answer when its status is not the route's first documented one. */
@@ -244,9 +247,24 @@ export const routes: RouteSpec[] = [
   },
   {
     method: 'GET', path: '/healthz', operationId: 'health', summary: 'Health check', tag: 'Service', access: 'public',
-    params: {}, query: NoQuerySchema,
-    responses: [{ status: 200, description: 'The service is up', schema: HealthSchema }],
-    handle: async () => ({ status: 'ok' }),
+    params: {}, query: HealthQuerySchema,
+    responses: [
+      { status: 200, description: 'Storage answers. `{ status: "ok" }` for load balancers; the full report with `details=1` (admin key)', schema: v.union([HealthSchema, HealthReportSchema]) },
+      { status: 503, description: 'Storage is unreachable', schema: v.union([HealthSchema, HealthReportSchema]) },
+    ],
+    errors: [
+      { status: 401, description: 'details=1 without credentials' },
+      { status: 403, description: 'details=1 with a tenant token (details need the admin key)' },
+    ],
+    handle: async ({ outflow, query, authorize }) => {
+      if (query.details === '1' || query.details === 'true') {
+        await authorize('admin')
+        const report = await outflow.health()
+        return new Reply(report.status === 'ok' ? 200 : 503, report)
+      }
+      const { status } = await outflow.health({ queue: false })
+      return new Reply(status === 'ok' ? 200 : 503, { status })
+    },
   },
   {
     method: 'GET', path: '/openapi.json', operationId: 'openapi', summary: 'OpenAPI 3.1 document of this API', tag: 'Service', access: 'public',

@@ -21,7 +21,8 @@ export const EventPageSchema = v.object({ models: v.array(EventSchema), paginati
 export const SuccessSchema = v.object({ success: v.boolean() })
 export const PortalRedirectSchema = v.object({ redirect_url: v.pipe(v.string(), v.url()), tenant_id: v.string() })
 export const TenantTokenSchema = v.object({ token: v.string(), tenant_id: v.string() })
-export const HealthSchema = v.object({ status: v.literal('ok') })
+/** `GET /healthz` without details: `ok`, or `unavailable` (503) when storage does not answer. */
+export const HealthSchema = v.object({ status: v.picklist(['ok', 'unavailable']) })
 
 /** Every error body: `{ status, message, data? }`, `data` mapping a field or parameter to what is wrong. */
 export const ErrorBodySchema = v.object({

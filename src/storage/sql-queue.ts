@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, or, sql, type SQL } from 'drizzle-orm'
 import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type {
   AttemptRecord,
@@ -11,6 +11,7 @@ import type {
   EventRow,
   InsertEventResult,
   NewEventWithDeliveries,
+  QueueStats,
 } from './storage.js'
 
 // Events, the delivery queue and the attempt log.
@@ -219,4 +220,22 @@ export async function listAttempts(ctx: SqlContext, tenantId: string, eventId: s
       .orderBy(desc(attempts.delivered_at), desc(attempts.id)),
   )
   return rows as AttemptRecord[]
+}
+
+export async function queueStats(ctx: SqlContext, now: Date): Promise<QueueStats> {
+  const { deliveries } = ctx.tables
+  // The range of the partial deliveries_due_idx (pending rows by next_attempt_at) up to now.
+  const [row] = await ctx.run((db) =>
+    db
+      .select({ due: count(), oldest: min(deliveries.next_attempt_at) })
+      .from(deliveries)
+      .where(and(eq(deliveries.status, 'pending'), lte(deliveries.next_attempt_at, now))),
+  )
+  return { due: Number(row?.due ?? 0), oldest_due_at: row?.oldest ?? null }
+}
+
+export async function ping(ctx: SqlContext): Promise<void> {
+  const { tenants } = ctx.tables
+  // The same builder on both dialects (drizzle's raw execute differs between them); one index probe.
+  await ctx.run((db) => db.select({ id: tenants.id }).from(tenants).limit(1))
 }

@@ -35,5 +35,7 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     listEvents: (q) => queue.listEvents(ctx, q),
     getEvent: (t, e, d) => queue.getEvent(ctx, t, e, d),
     listAttempts: (t, e) => queue.listAttempts(ctx, t, e),
+    queueStats: (now) => queue.queueStats(ctx, now),
+    ping: () => queue.ping(ctx),
   }
 }

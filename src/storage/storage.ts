@@ -84,6 +84,19 @@ export interface Storage {
   getEvent(tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null>
   /** Every attempt of an event (all destinations), newest first. */
   listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
+
+  // --- operations --------------------------------------------------------------------------
+  /** Deliveries due at `now` (pending, not parked) and the oldest one's due time: one index range. */
+  queueStats(now: Date): Promise<QueueStats>
+  /** A trivial round trip: resolves when the database answers. */
+  ping(): Promise<void>
+}
+
+export interface QueueStats {
+  /** Pending deliveries whose `next_attempt_at` has come (leased ones included: not attempted yet). */
+  due: number
+  /** The earliest `next_attempt_at` among them; null when none is due. */
+  oldest_due_at: Date | null
 }
 
 export interface TenantRecord {

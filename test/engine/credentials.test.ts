@@ -21,7 +21,7 @@ const secret = (n: number) => `whsec_${Buffer.alloc(32, n).toString('base64')}`
 /** Logger that keeps warnings, so a test can check what the engine announced. */
 function recordingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = []
-  return { warnings, debug: () => {}, info: () => {}, warn: (m) => warnings.push(m), error: () => {} }
+  return { warnings, debug: () => {}, info: () => {}, warn: (fields, m) => warnings.push(`${m} ${JSON.stringify(fields)}`), error: () => {} }
 }
 
 for (const kind of engineKinds()) {

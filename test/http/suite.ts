@@ -3,6 +3,7 @@ import { describeAuth } from './auth-suite.js'
 import { describeDestinations } from './destinations-suite.js'
 import { describeErrors } from './errors-suite.js'
 import { describeEvents } from './events-suite.js'
+import { describeHealth } from './health-suite.js'
 import { describeMatrix } from './matrix-suite.js'
 import type { Mount } from './mounts.js'
 import { describeOpenApi } from './openapi-suite.js'
@@ -34,6 +35,7 @@ export function describeHttp(mount: Mount, storage: StorageKind): void {
     describeEvents(ctx)
     describeErrors(ctx, mount)
     describeAuth(ctx)
+    describeHealth(ctx)
     describeOpenApi(ctx)
     describeMatrix(ctx)
   })

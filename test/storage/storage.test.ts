@@ -300,6 +300,25 @@ for (const kind of storageKinds()) {
         expect(again.map((x) => x.id)).not.toContain('dlv-m1')
       })
 
+      it('counts due deliveries and the oldest due time (not later retries, finished or parked ones), and answers a ping', async () => {
+        const q = await kind.open()
+        await q.ping()
+        expect(await q.queueStats(at(0))).toEqual({ due: 0, oldest_due_at: null })
+        await q.upsertTenant('t-s', {}, t0)
+        await q.insertEvents([
+          { event: event('t-s', 's1'), deliveries: [{ id: 'dlv-s1', destination_id: 'd', next_attempt_at: at(100) }] },
+          { event: event('t-s', 's2'), deliveries: [{ id: 'dlv-s2', destination_id: 'd', next_attempt_at: at(200), lease_owner: 'fast', lease_until: at(9000) }] },
+          { event: event('t-s', 's3'), deliveries: [{ id: 'dlv-s3', destination_id: 'd', next_attempt_at: at(5000) }] },
+          { event: event('t-s', 's4'), deliveries: [{ id: 'dlv-s4', destination_id: 'd', next_attempt_at: at(50) }, { id: 'dlv-s5', destination_id: 'e', next_attempt_at: at(60) }] },
+        ])
+        await q.recordAttempts([attempted('t-s', 'dlv-s4', 's4', 'd', true, 70)])
+        await q.holdDeliveries(['dlv-s5'], false)
+        const stats = await q.queueStats(at(1000))
+        expect(stats.due).toBe(2)
+        expect(stats.oldest_due_at?.getTime()).toBe(at(100).getTime())
+        expect((await q.queueStats(at(10_000))).due).toBe(3)
+      })
+
       it('migrating again is a no-op', async () => {
         await s.migrate()
         expect(await s.getTenant('t-up')).not.toBeNull()
