@@ -120,8 +120,10 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
     updated_at: now,
     consecutive_failures: 0,
   }
-  if (!(await ctx.storage.insertDestination(record)))
-    throw new OutflowError('conflict', `destination ${record.id} already exists`, { data: { id: 'already exists' } })
+  const outcome = await ctx.storage.insertDestination(record)
+  // The tenant was checked above; `no-tenant` means it was deleted meanwhile.
+  if (outcome === 'no-tenant') throw notFound('tenant', tenantId)
+  if (outcome === 'exists') throw new OutflowError('conflict', `destination ${record.id} already exists`, { data: { id: 'already exists' } })
   return toDestination(ctx, record)
 }
 

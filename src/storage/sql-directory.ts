@@ -1,7 +1,7 @@
-import { and, asc, count, eq, gte, inArray, isNull, lte, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, gte, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { JsonObject } from '../model/common.js'
-import { keysetPlan, type SqlContext } from './sql-context.js'
+import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type { DestinationRecord, TenantListRequest, TenantRecord, TenantSummary } from './storage.js'
 
 // Tenants and destinations: the directory side of the storage port.
@@ -48,15 +48,30 @@ export async function listTenants(ctx: SqlContext, q: TenantListRequest) {
 export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean> {
   const { tenants, destinations, events, deliveries, attempts } = ctx.tables
   return ctx.transaction(async (db) => {
+    // Writers hold the tenant row (key share) until they commit, so this waits for them and then sees their rows.
     const gone = await db.delete(tenants).where(eq(tenants.id, id)).returning({ id: tenants.id })
     if (gone.length === 0) return false
-    // Re-creating the id starts empty, so the tenant's log goes too.
+    // Destinations in id order, as recordAttempts locks them (no deadlock); deliveries before the attempts that
+    // recordAttempts writes under their row locks. Re-creating the id starts empty, so the tenant's log goes too.
+    if (ctx.dialect === 'postgres')
+      await db.select({ id: destinations.id }).from(destinations).where(eq(destinations.tenant_id, id)).orderBy(sql`${destinations.id} collate "C"`).for('update')
     await db.delete(destinations).where(eq(destinations.tenant_id, id))
-    await db.delete(attempts).where(eq(attempts.tenant_id, id))
     await db.delete(deliveries).where(eq(deliveries.tenant_id, id))
+    await db.delete(attempts).where(eq(attempts.tenant_id, id))
     await db.delete(events).where(eq(events.tenant_id, id))
     return true
   })
+}
+
+/**
+ * Hold the tenant row until commit (Postgres `FOR KEY SHARE`: it blocks a delete, not an update), so
+ * a concurrent deleteTenant waits for this transaction and then removes what it wrote. False when gone.
+ */
+async function holdTenant(ctx: SqlContext, db: Db, id: string): Promise<boolean> {
+  const { tenants } = ctx.tables
+  let query = db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, id))
+  if (ctx.dialect === 'postgres') query = query.for('key share') as typeof query
+  return (await query).length > 0
 }
 
 export async function summarizeTenants(ctx: SqlContext, ids: string[]): Promise<Map<string, TenantSummary>> {
@@ -101,10 +116,13 @@ export async function getDestination(ctx: SqlContext, tenantId: string, id: stri
   return (row as DestinationRecord | undefined) ?? null
 }
 
-export async function insertDestination(ctx: SqlContext, record: DestinationRecord): Promise<boolean> {
+export async function insertDestination(ctx: SqlContext, record: DestinationRecord): Promise<'inserted' | 'exists' | 'no-tenant'> {
   const { destinations } = ctx.tables
-  const rows = await ctx.run((db) => db.insert(destinations).values(record).onConflictDoNothing().returning({ id: destinations.id }))
-  return rows.length > 0
+  return ctx.transaction(async (db) => {
+    if (!(await holdTenant(ctx, db, record.tenant_id))) return 'no-tenant'
+    const rows = await db.insert(destinations).values(record).onConflictDoNothing().returning({ id: destinations.id })
+    return rows.length > 0 ? 'inserted' : 'exists'
+  })
 }
 
 export async function updateDestination(ctx: SqlContext, r: DestinationRecord): Promise<boolean> {
@@ -136,6 +154,7 @@ export async function deleteDestination(ctx: SqlContext, tenantId: string, id: s
       .where(and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id)))
       .returning({ id: destinations.id })
     if (gone.length === 0) return false
+    // Publishers hold the destination row (key share) until they commit, so their deliveries are visible here.
     await db
       .update(deliveries)
       .set({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_until: null })
