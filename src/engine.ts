@@ -55,6 +55,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
       jwtSecret,
       now: () => new Date(),
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
+      stopDeliveries: (tenantId, destinationId) => this.#worker.stopDeliveries(tenantId, destinationId),
     }
     const { encryptionKey, now } = this.#ctx
     this.#worker = new DeliveryWorker({ storage, options, encryptionKey, now, reporter: this.#reporter() })

@@ -183,10 +183,11 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
   return toDestination(ctx, record)
 }
 
+/** Delete a destination; once this resolves nothing more is delivered to it from this instance. */
 export async function deleteDestination(ctx: EngineContext, tenantId: string, id: string): Promise<{ success: true }> {
   await requireTenant(ctx, tenantId)
   if (!(await ctx.storage.deleteDestination(tenantId, id))) throw notFound('destination', id)
-  ctx.destinationChanged(tenantId, id)
+  await ctx.stopDeliveries(tenantId, id)
   return { success: true }
 }
 
