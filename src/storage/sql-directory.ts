@@ -9,15 +9,18 @@ import type { DestinationRecord, TenantListRequest, TenantRecord, TenantSummary 
 export async function upsertTenant(ctx: SqlContext, id: string, metadata: JsonObject | undefined, now: Date) {
   const { tenants } = ctx.tables
   return ctx.transaction(async (db) => {
-    const inserted = await db
-      .insert(tenants)
-      .values({ id, metadata: metadata ?? {}, created_at: now, updated_at: now })
-      .onConflictDoNothing()
-      .returning()
-    if (inserted[0]) return { tenant: inserted[0] as TenantRecord, created: true }
-    const set = metadata === undefined ? { updated_at: now } : { metadata, updated_at: now }
-    const [row] = await db.update(tenants).set(set).where(eq(tenants.id, id)).returning()
-    return { tenant: row as TenantRecord, created: false }
+    // A concurrent delete can remove the row between the insert that met it and the update: then insert again.
+    for (;;) {
+      const inserted = await db
+        .insert(tenants)
+        .values({ id, metadata: metadata ?? {}, created_at: now, updated_at: now })
+        .onConflictDoNothing()
+        .returning()
+      if (inserted[0]) return { tenant: inserted[0] as TenantRecord, created: true }
+      const set = metadata === undefined ? { updated_at: now } : { metadata, updated_at: now }
+      const [row] = await db.update(tenants).set(set).where(eq(tenants.id, id)).returning()
+      if (row) return { tenant: row as TenantRecord, created: false }
+    }
   })
 }
 
@@ -125,10 +128,15 @@ export async function insertDestination(ctx: SqlContext, record: DestinationReco
   })
 }
 
-export async function updateDestination(ctx: SqlContext, r: DestinationRecord): Promise<boolean> {
+/**
+ * Compare-and-set on `updated_at`: the record was built from a read, and a change that landed since
+ * (another update, a disable) must not be overwritten. `disabled_at` is left to setDestinationDisabled.
+ */
+export async function updateDestination(ctx: SqlContext, r: DestinationRecord, readAt: Date): Promise<'updated' | 'stale' | 'missing'> {
   const { destinations } = ctx.tables
-  const rows = await ctx.run((db) =>
-    db
+  const match = and(eq(destinations.tenant_id, r.tenant_id), eq(destinations.id, r.id))
+  return ctx.transaction(async (db) => {
+    const rows = await db
       .update(destinations)
       .set({
         topics: r.topics,
@@ -137,13 +145,14 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord): 
         credentials: r.credentials,
         delivery_metadata: r.delivery_metadata,
         metadata: r.metadata,
-        disabled_at: r.disabled_at,
         updated_at: r.updated_at,
       })
-      .where(and(eq(destinations.tenant_id, r.tenant_id), eq(destinations.id, r.id)))
-      .returning({ id: destinations.id }),
-  )
-  return rows.length > 0
+      .where(and(match, eq(destinations.updated_at, readAt)))
+      .returning({ id: destinations.id })
+    if (rows.length > 0) return 'updated'
+    const [still] = await db.select({ id: destinations.id }).from(destinations).where(match).limit(1)
+    return still ? 'stale' : 'missing'
+  })
 }
 
 export async function deleteDestination(ctx: SqlContext, tenantId: string, id: string): Promise<boolean> {
@@ -173,12 +182,17 @@ export async function setDestinationDisabled(
   const { destinations, deliveries } = ctx.tables
   const match = and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id))
   return ctx.transaction(async (db) => {
-    const [current] = await db.select().from(destinations).where(match).limit(1)
+    // Locked, so concurrent disables keep the first time and an enable cannot interleave with them.
+    let read = db.select().from(destinations).where(match).limit(1)
+    if (ctx.dialect === 'postgres') read = read.for('update') as typeof read
+    const [current] = await read
     if (!current) return null
     // Disabling twice keeps the first time; enabling clears the failure streak.
     if (at && current.disabled_at) return current as DestinationRecord
     if (!at && !current.disabled_at) return current as DestinationRecord
-    const set = at ? { disabled_at: at, updated_at: now } : { disabled_at: null, consecutive_failures: 0, updated_at: now }
+    // updated_at versions the row (updateDestination compares it), so it moves on even within one millisecond.
+    const updated_at = new Date(Math.max(now.getTime(), current.updated_at.getTime() + 1))
+    const set = at ? { disabled_at: at, updated_at } : { disabled_at: null, consecutive_failures: 0, updated_at }
     const [row] = await db.update(destinations).set(set).where(match).returning()
     if (!at) {
       // Deliveries parked while the destination was disabled become due again.

@@ -35,8 +35,12 @@ export interface Storage {
   getDestination(tenantId: string, id: string): Promise<DestinationRecord | null>
   /** Insert; `exists` when the tenant already has a destination with that id, `no-tenant` when the tenant is gone. */
   insertDestination(record: DestinationRecord): Promise<'inserted' | 'exists' | 'no-tenant'>
-  /** Replace every mutable field (topics, filter, config, credentials, metadata, delivery_metadata, disabled_at, updated_at). */
-  updateDestination(record: DestinationRecord): Promise<boolean>
+  /**
+   * Replace the fields an update changes (topics, filter, config, credentials, metadata, delivery_metadata,
+   * updated_at) if the stored `updated_at` is still `readAt`; `stale` when it changed since, so the caller
+   * re-reads and applies its change again rather than overwrite another.
+   */
+  updateDestination(record: DestinationRecord, readAt: Date): Promise<'updated' | 'stale' | 'missing'>
   /** Delete it and cancel its pending deliveries. */
   deleteDestination(tenantId: string, id: string): Promise<boolean>
   /** Set `disabled_at` (kept when already set) or clear it (`null`); enabling resets the failure streak and makes parked deliveries due. */

@@ -147,10 +147,14 @@ for (const kind of storageKinds()) {
         expect((await s.listDestinations('t-l', { enabledOnly: true })).map((d) => d.id)).toEqual(['w', 'q'])
         const w = (await s.getDestination('t-l', 'w'))!
         const changed = { ...w, topics: ['*'], filter: { data: { x: 1 } }, metadata: { m: 1 }, delivery_metadata: { h: 'v' }, updated_at: at(9) }
-        expect(await s.updateDestination(changed)).toBe(true)
+        expect(await s.updateDestination(changed, w.updated_at)).toBe('updated')
         const after = (await s.getDestination('t-l', 'w'))!
         expect(after).toMatchObject({ topics: ['*'], filter: { data: { x: 1 } }, metadata: { m: 1 }, delivery_metadata: { h: 'v' } })
         expect(after.updated_at.getTime()).toBe(at(9).getTime())
+        // Built from the read before that update: refused, nothing overwritten.
+        expect(await s.updateDestination({ ...w, topics: ['late'], updated_at: at(10) }, w.updated_at)).toBe('stale')
+        expect((await s.getDestination('t-l', 'w'))!.topics).toEqual(['*'])
+        expect(await s.updateDestination({ ...w, id: 'missing' }, w.updated_at)).toBe('missing')
       })
 
       it('disabling twice keeps the first time; enabling clears it and makes parked deliveries due', async () => {
