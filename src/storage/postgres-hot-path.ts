@@ -118,7 +118,10 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
   const a = writes.map((w) => w.attempt)
   const d = t.deliveries
   await db.execute(sql`
-    with updated as (
+    with locked as (
+      -- In id order, as every statement writing many deliveries locks them (see deliveriesInIdOrder).
+      select ${d.id} from ${d} where ${d.id} = any(${col(writes.map((w) => w.delivery.id), 'text')}) order by ${d.id} for update
+    ), updated as (
       update ${d} set
         status = case when ${d.status} = 'cancelled' then ${d.status} else v.status end,
         attempt_count = ${d.attempt_count} + 1,
@@ -135,7 +138,7 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
         col(writes.map((w) => iso(w.attempt.delivered_at)), 'timestamptz'),
         col(writes.map((w) => iso(w.delivery.successful_at)), 'timestamptz'),
       )} as v(id, status, next_at, delivered_at, successful_at)
-      where ${d.id} = v.id
+      where ${d.id} = v.id and ${d.id} in (select id from locked)
       returning ${d.id}
     )
     insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, gte, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { JsonObject } from '../model/common.js'
-import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type { DestinationRecord, TenantListRequest, TenantRecord, TenantSummary } from './storage.js'
 
 // Tenants and destinations: the directory side of the storage port.
@@ -59,7 +59,7 @@ export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean
     if (ctx.dialect === 'postgres')
       await db.select({ id: destinations.id }).from(destinations).where(eq(destinations.tenant_id, id)).orderBy(sql`${destinations.id} collate "C"`).for('update')
     await db.delete(destinations).where(eq(destinations.tenant_id, id))
-    await db.delete(deliveries).where(eq(deliveries.tenant_id, id))
+    await db.delete(deliveries).where(deliveriesInIdOrder(ctx, db, eq(deliveries.tenant_id, id)))
     await db.delete(attempts).where(eq(attempts.tenant_id, id))
     await db.delete(events).where(eq(events.tenant_id, id))
     return true
@@ -167,7 +167,7 @@ export async function deleteDestination(ctx: SqlContext, tenantId: string, id: s
     await db
       .update(deliveries)
       .set({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_until: null })
-      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending')))
+      .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'))))
     return true
   })
 }
@@ -199,7 +199,13 @@ export async function setDestinationDisabled(
       await db
         .update(deliveries)
         .set({ next_attempt_at: now })
-        .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)))
+        .where(
+          deliveriesInIdOrder(
+            ctx,
+            db,
+            and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)),
+          ),
+        )
     }
     return row as DestinationRecord
   })

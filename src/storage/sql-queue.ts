@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, or, sql, type SQL } from 'drizzle-orm'
-import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -104,7 +104,7 @@ export async function extendLeases(ctx: SqlContext, owner: string, ids: string[]
       db
         .update(deliveries)
         .set({ lease_until: leaseUntil })
-        .where(and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), inArray(deliveries.id, ids.slice(i, i + 1000))))
+        .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), inArray(deliveries.id, ids.slice(i, i + 1000)))))
         .returning({ id: deliveries.id }),
     )
     extended += rows.length
@@ -118,7 +118,7 @@ export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string
     db
       .update(deliveries)
       .set({ lease_owner: null, lease_until: null })
-      .where(and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), ids ? inArray(deliveries.id, ids) : undefined))
+      .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), ids ? inArray(deliveries.id, ids) : undefined)))
       .returning({ id: deliveries.id }),
   )
   return rows.length
@@ -131,7 +131,7 @@ export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boo
     db
       .update(deliveries)
       .set({ status: cancel ? 'cancelled' : 'pending', next_attempt_at: null, lease_owner: null, lease_until: null })
-      .where(and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending'))),
+      .where(deliveriesInIdOrder(ctx, db, and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending')))),
   )
 }
 
