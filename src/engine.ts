@@ -75,6 +75,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
       telemetry: this.telemetry,
       now: () => new Date(),
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
+      stopDeliveries: (tenantId, destinationId) => this.#worker.stopDeliveries(tenantId, destinationId),
     }
     const { credentialKeys: keys, now } = this.#ctx
     this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })

@@ -76,7 +76,9 @@ export class EventWriter {
       const accepted: { pending: Pending; items: NewEventWithDeliveries[] }[] = []
       for (const pending of batch) {
         try {
-          accepted.push({ pending, items: pending.events.map((e) => this.#deliveriesOf(e, targets)) })
+          // One group per call: its events are inserted all or none (storage re-checks the tenants).
+          const group = accepted.length
+          accepted.push({ pending, items: pending.events.map((e) => ({ ...this.#deliveriesOf(e, targets), group })) })
         } catch (err) {
           pending.reject(err)
         }
@@ -98,14 +100,22 @@ export class EventWriter {
       for (const { pending, items: own } of accepted) {
         const mine = results.slice(offset, offset + own.length)
         offset += own.length
+        // Deleted between the read of its targets and the insert: as if deleted first.
+        const missing = mine.find((r) => r.missing_tenant !== undefined)?.missing_tenant
+        if (missing !== undefined) {
+          pending.reject(notFound('tenant', missing))
+          continue
+        }
         pending.resolve(mine.map((r, i) => ({ id: own[i]!.event.id, duplicate: r.duplicate, destination_ids: r.destination_ids })))
         if (lease)
           mine.forEach((r, i) => {
             if (r.duplicate) return
             const { event, deliveries } = own[i]!
             const { trace } = pending.events[i]!
+            // Only the deliveries written: a destination deleted meanwhile has none.
             for (const d of deliveries)
-              claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
+              if (r.destination_ids.includes(d.destination_id))
+                claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
           })
       }
       if (claimed.length) this.#worker.enqueue(claimed)

@@ -40,7 +40,11 @@ export class DeliveryWorker {
   readonly #global: PQueue
   readonly #perDestination = new Map<string, PQueue>()
   /** Deliveries this worker holds (queued or in flight), so the claim loop never takes them twice. */
-  readonly #held = new Set<string>()
+  readonly #held = new Map<string, ClaimedDelivery>()
+  /** Attempts past their start (destination read, publish, result), by delivery id. */
+  readonly #started = new Map<string, Promise<void>>()
+  /** Held deliveries of a deleted tenant or destination: dropped when their turn comes, never attempted. */
+  readonly #dropped = new Set<string>()
   readonly #maxHeld: number
   readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
@@ -89,11 +93,11 @@ export class DeliveryWorker {
   enqueue(deliveries: QueuedDelivery[]): void {
     for (const d of deliveries) {
       if (this.#held.has(d.id)) continue
-      this.#held.add(d.id)
+      this.#held.set(d.id, d)
       const k = key(d.tenant_id, d.destination_id)
       const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
       // A slow destination holds at most perDestinationConcurrency of the global slots.
-      void queue.add(() => this.#global.add(() => this.#attempt(d)))
+      void queue.add(() => this.#global.add(() => this.#start(d)))
     }
   }
 
@@ -118,6 +122,37 @@ export class DeliveryWorker {
     const cached = this.#publishers.get(k)
     this.#publishers.delete(k)
     if (cached) void cached.publisher.then((p) => p.close()).catch(() => undefined)
+  }
+
+  /**
+   * A tenant (or one destination) was deleted: evict its cached records and publishers, drop its queued
+   * deliveries, and resolve once its attempts already started have ended, so nothing reaches its
+   * receivers after the delete returns. Attempts starting later read the destination afresh and find it gone.
+   */
+  async stopDeliveries(tenantId: string, destinationId?: string): Promise<void> {
+    const owned = (tenant: string, destination: string) => tenant === tenantId && (destinationId === undefined || destination === destinationId)
+    for (const k of new Set([...this.#destinations.keys(), ...this.#publishers.keys()])) {
+      const [tenant, destination] = k.split('\u0000') as [string, string]
+      if (owned(tenant, destination)) this.destinationChanged(tenant, destination)
+    }
+    const running: Promise<void>[] = []
+    for (const [id, d] of this.#held) {
+      if (!owned(d.tenant_id, d.destination_id)) continue
+      const attempt = this.#started.get(id)
+      if (attempt) running.push(attempt)
+      else this.#dropped.add(id)
+    }
+    await Promise.all(running)
+  }
+
+  #start(d: ClaimedDelivery): Promise<void> {
+    if (this.#dropped.has(d.id)) {
+      this.#release([d.id])
+      return Promise.resolve()
+    }
+    const attempt = this.#attempt(d).finally(() => this.#started.delete(d.id))
+    this.#started.set(d.id, attempt)
+    return attempt
   }
 
   async #claimLoop(): Promise<void> {
@@ -156,7 +191,7 @@ export class DeliveryWorker {
     if (this.#held.size === 0) return
     try {
       const until = new Date(Date.now() + this.#ctx.options.delivery.leaseMs)
-      await this.#ctx.storage.extendLeases(this.id, [...this.#held], until)
+      await this.#ctx.storage.extendLeases(this.id, [...this.#held.keys()], until)
     } catch (err) {
       this.#ctx.options.logger.error({ count: this.#held.size, error: errorFields(err) }, 'renewing leases failed')
     }
@@ -252,7 +287,10 @@ export class DeliveryWorker {
   }
 
   #release(ids: string[]): void {
-    for (const id of ids) this.#held.delete(id)
+    for (const id of ids) {
+      this.#held.delete(id)
+      this.#dropped.delete(id)
+    }
     if (this.#held.size < this.#maxHeld / 2) this.wake()
   }
 

@@ -16,4 +16,9 @@ export interface EngineContext {
   now(): Date
   /** Called after a destination changed or went away, so cached publishers are replaced. */
   destinationChanged(tenantId: string, destinationId: string): void
+  /**
+   * After a tenant (or one of its destinations) was deleted: the worker drops its queued deliveries and
+   * cached publishers; resolves when its attempts already running have ended.
+   */
+  stopDeliveries(tenantId: string, destinationId?: string): Promise<void>
 }

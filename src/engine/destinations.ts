@@ -125,8 +125,10 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
     updated_at: now,
     consecutive_failures: 0,
   }
-  if (!(await ctx.storage.insertDestination(record)))
-    throw new OutflowError('conflict', `destination ${record.id} already exists`, { data: { id: 'already exists' } })
+  const outcome = await ctx.storage.insertDestination(record)
+  // The tenant was checked above; `no-tenant` means it was deleted meanwhile.
+  if (outcome === 'no-tenant') throw notFound('tenant', tenantId)
+  if (outcome === 'exists') throw new OutflowError('conflict', `destination ${record.id} already exists`, { data: { id: 'already exists' } })
   return toDestination(ctx, record)
 }
 
@@ -152,7 +154,21 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
   })
   if (Object.keys(fixed).length) fail(fixed)
   const input = parseInput(UpdateDestinationSchema, body ?? {})
-  const existing = await requireDestination(ctx, tenantId, id)
+  // Read, patch, write if nothing changed since the read; else patch the newer state (another PATCH, a
+  // disable, a secret rotation), so concurrent updates all persist. Each retry follows a write that landed.
+  for (;;) {
+    const existing = await requireDestination(ctx, tenantId, id)
+    const record = patched(ctx, existing, input)
+    const outcome = await ctx.storage.updateDestination(record, existing.updated_at)
+    if (outcome === 'missing') throw notFound('destination', id)
+    if (outcome === 'stale') continue
+    ctx.destinationChanged(tenantId, id)
+    return toDestination(ctx, record)
+  }
+}
+
+/** The destination after a PATCH: merged, validated as a whole (422), credentials prepared and sealed. */
+function patched(ctx: EngineContext, existing: DestinationRecord, input: v.InferOutput<typeof UpdateDestinationSchema>): DestinationRecord {
   const def = destinationType(existing.type)
   const data: ErrorData = {}
   const storedCredentials = unsealCredentials(existing.credentials, ctx.credentialKeys, ownerOf(existing))
@@ -170,7 +186,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
 
   const now = ctx.now()
   const stored = def.prepareCredentials?.({ credentials, previous: storedCredentials, now }) ?? credentials
-  const record: DestinationRecord = {
+  return {
     ...existing,
     topics: input.topics ?? existing.topics,
     filter: input.filter === undefined ? existing.filter : input.filter && Object.keys(input.filter).length ? input.filter : null,
@@ -179,17 +195,16 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
     delivery_metadata:
       input.delivery_metadata === undefined ? existing.delivery_metadata : (mergePatch(existing.delivery_metadata, input.delivery_metadata) as Record<string, string> | null),
     metadata: input.metadata === undefined ? existing.metadata : (mergePatch(existing.metadata, input.metadata) as JsonObject | null),
-    updated_at: now,
+    // updated_at versions the row (the compare-and-set above), so it moves on even within one millisecond.
+    updated_at: new Date(Math.max(now.getTime(), existing.updated_at.getTime() + 1)),
   }
-  if (!(await ctx.storage.updateDestination(record))) throw notFound('destination', id)
-  ctx.destinationChanged(tenantId, id)
-  return toDestination(ctx, record)
 }
 
+/** Delete a destination; once this resolves nothing more is delivered to it from this instance. */
 export async function deleteDestination(ctx: EngineContext, tenantId: string, id: string): Promise<{ success: true }> {
   await requireTenant(ctx, tenantId)
   if (!(await ctx.storage.deleteDestination(tenantId, id))) throw notFound('destination', id)
-  ctx.destinationChanged(tenantId, id)
+  await ctx.stopDeliveries(tenantId, id)
   return { success: true }
 }
 

@@ -52,8 +52,10 @@ export async function upsertTenant(ctx: EngineContext, tenantId: string, body?: 
   return { tenant: await withSummary(ctx, tenant), created }
 }
 
+/** Delete a tenant with everything it owns; once this resolves nothing more is delivered for it from this instance. */
 export async function deleteTenant(ctx: EngineContext, tenantId: string): Promise<{ success: true }> {
   if (!(await ctx.storage.deleteTenant(tenantId))) throw notFound('tenant', tenantId)
+  await ctx.stopDeliveries(tenantId)
   return { success: true }
 }
 

@@ -19,9 +19,14 @@ const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
 const col = (values: (string | null)[], type: string) => sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`
 const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 
-/** One statement (atomic by itself, no BEGIN/COMMIT round trips): the events, then deliveries of the inserted ones. */
+/**
+ * One statement (atomic by itself, no BEGIN/COMMIT round trips): the events, then deliveries of the inserted ones.
+ * It holds the tenant and destination rows it writes for (`for key share`: a delete waits, an update does not),
+ * so a concurrent delete either removes these rows after commit or committed first and they are not written.
+ */
 async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
   const events = items.map((i) => i.event)
+  const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
   // The same id twice in one batch: only the first occurrence may bring deliveries.
   const firsts = new Set<string>()
   const rows: { e: (typeof events)[number]; d: NewEventWithDeliveries['deliveries'][number] }[] = []
@@ -31,9 +36,8 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
     firsts.add(key)
     for (const d of deliveries) rows.push({ e, d })
   }
-  const inserted = (await db.execute(sql`
-    with ev as (
-      insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
+  const written = (await db.execute(sql`
+    with input as (
       select * from ${unnest(
         col(events.map((e) => e.tenant_id), 'text'),
         col(events.map((e) => e.id), 'text'),
@@ -43,9 +47,23 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
         col(events.map((e) => JSON.stringify(e.metadata)), 'jsonb'),
         col(events.map((e) => (e.eligible_for_retry ? 't' : 'f')), 'bool'),
         col(events.map((e) => iso(e.created_at)), 'timestamptz'),
-      )}
+        col(groups, 'text'),
+      )} as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp)
+    ), owner as (
+      select id from ${t.tenants} where id in (select tenant_id from input) for key share
+    ), orphaned as (
+      select grp, min(tenant_id) as tenant_id from input where tenant_id not in (select id from owner) group by grp
+    ), ev as (
+      insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
+      select tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at from input
+      where grp not in (select grp from orphaned)
       on conflict do nothing
       returning tenant_id, id
+    ), target as (
+      -- Joined to the held tenants, so a destination is held only after its tenant (deleteTenant's order).
+      select d.tenant_id, d.id from ${t.destinations} d join owner on owner.id = d.tenant_id
+      where (d.tenant_id, d.id) in (select * from ${unnest(col(rows.map((r) => r.e.tenant_id), 'text'), col(rows.map((r) => r.d.destination_id), 'text'))})
+      for key share of d
     ), dl as (
       insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, attempt_count, manual)
       select d.*, 'pending', 0, false from ${unnest(
@@ -60,15 +78,26 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
         col(rows.map((r) => iso(r.d.lease_until)), 'timestamptz'),
       )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until)
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
-      returning 1
+      join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
+      returning tenant_id, event_id, destination_id
     )
-    select tenant_id, id from ev`)) as unknown as { tenant_id: string; id: string }[]
-  const fresh = new Set(inserted.map((r) => `${r.tenant_id}\u0000${r.id}`))
-  const results: InsertEventResult[] = items.map(({ event: e, deliveries }) =>
-    fresh.delete(`${e.tenant_id}\u0000${e.id}`)
-      ? { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id) }
-      : { duplicate: true, destination_ids: [] },
-  )
+    select 'event' as kind, tenant_id, id as ref, null as destination_id from ev
+    union all select 'delivery', tenant_id, event_id, destination_id from dl
+    union all select 'orphaned', tenant_id, grp, null from orphaned`)) as unknown as { kind: string; tenant_id: string; ref: string; destination_id: string | null }[]
+  const fresh = new Set<string>()
+  const delivered = new Set<string>()
+  const missing = new Map<string, string>()
+  for (const r of written) {
+    if (r.kind === 'event') fresh.add(`${r.tenant_id}\u0000${r.ref}`)
+    else if (r.kind === 'delivery') delivered.add(`${r.tenant_id}\u0000${r.ref}\u0000${r.destination_id}`)
+    else missing.set(r.ref, r.tenant_id)
+  }
+  const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
+    const missingTenant = missing.get(groups[index]!)
+    if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
+    if (!fresh.delete(`${e.tenant_id}\u0000${e.id}`)) return { duplicate: true, destination_ids: [] }
+    return { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id).filter((id) => delivered.has(`${e.tenant_id}\u0000${e.id}\u0000${id}`)) }
+  })
   for (const [index, r] of results.entries()) {
     if (!r.duplicate) continue
     const { tenant_id, id } = items[index]!.event
@@ -80,9 +109,38 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
   return results
 }
 
+/**
+ * One statement: move each delivery to its next state, then log the attempts of the deliveries still there.
+ * The update holds the delivery rows, so a tenant delete either waits and then sees these attempts, or
+ * committed first and no attempt is written for it. A delivery cancelled meanwhile stays cancelled.
+ */
 async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise<void> {
   const a = writes.map((w) => w.attempt)
+  const d = t.deliveries
   await db.execute(sql`
+    with locked as (
+      -- In id order, as every statement writing many deliveries locks them (see deliveriesInIdOrder).
+      select ${d.id} from ${d} where ${d.id} = any(${col(writes.map((w) => w.delivery.id), 'text')}) order by ${d.id} for update
+    ), updated as (
+      update ${d} set
+        status = case when ${d.status} = 'cancelled' then ${d.status} else v.status end,
+        attempt_count = ${d.attempt_count} + 1,
+        manual = false,
+        next_attempt_at = case when ${d.status} = 'cancelled' then null else v.next_at end,
+        lease_owner = null,
+        lease_until = null,
+        last_attempt_at = v.delivered_at,
+        successful_at = coalesce(${d.successful_at}, v.successful_at)
+      from ${unnest(
+        col(writes.map((w) => w.delivery.id), 'text'),
+        col(writes.map((w) => w.delivery.status), 'text'),
+        col(writes.map((w) => iso(w.delivery.next_attempt_at)), 'timestamptz'),
+        col(writes.map((w) => iso(w.attempt.delivered_at)), 'timestamptz'),
+        col(writes.map((w) => iso(w.delivery.successful_at)), 'timestamptz'),
+      )} as v(id, status, next_at, delivered_at, successful_at)
+      where ${d.id} = v.id and ${d.id} in (select id from locked)
+      returning ${d.id}
+    )
     insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
       response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
     select * from ${unnest(
@@ -101,24 +159,7 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
       col(a.map((x) => x.error_kind), 'text'),
       col(a.map((x) => (x.duration_ms === null ? null : String(x.duration_ms))), 'int'),
       col(a.map((x) => iso(x.delivered_at)), 'timestamptz'),
-    )}`)
-  const d = t.deliveries
-  await db.execute(sql`
-    update ${d} set
-      status = v.status,
-      attempt_count = ${d.attempt_count} + 1,
-      manual = false,
-      next_attempt_at = v.next_at,
-      lease_owner = null,
-      lease_until = null,
-      last_attempt_at = v.delivered_at,
-      successful_at = coalesce(${d.successful_at}, v.successful_at)
-    from ${unnest(
-      col(writes.map((w) => w.delivery.id), 'text'),
-      col(writes.map((w) => w.delivery.status), 'text'),
-      col(writes.map((w) => iso(w.delivery.next_attempt_at)), 'timestamptz'),
-      col(writes.map((w) => iso(w.attempt.delivered_at)), 'timestamptz'),
-      col(writes.map((w) => iso(w.delivery.successful_at)), 'timestamptz'),
-    )} as v(id, status, next_at, delivered_at, successful_at)
-    where ${d.id} = v.id`)
+    )} as a(id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
+      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
+    where a.delivery_id in (select id from updated)`)
 }

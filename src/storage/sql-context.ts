@@ -1,4 +1,4 @@
-import { sql, type SQL, type Column } from 'drizzle-orm'
+import { inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type * as schema from './schema/postgres.js'
@@ -60,4 +60,15 @@ export function keysetPlan(columns: Column[], req: KeysetRequest): { where?: SQL
   }
   const where = req.after ? keysetCondition(columns, req.after, desc ? '<' : '>') : undefined
   return { where, orderBy: columns.map((c) => (desc ? sql`${c} desc` : sql`${c} asc`)), reverse: false }
+}
+
+/**
+ * The deliveries matching `where`, locked in id order (Postgres): every statement that writes many
+ * deliveries takes their row locks in this one order, so two of them (a result write and a lease
+ * renewal, a tenant delete) cannot deadlock. SQLite has one writer and needs no locks.
+ */
+export function deliveriesInIdOrder(ctx: SqlContext, db: Db, where: SQL | undefined): SQL | undefined {
+  const { deliveries } = ctx.tables
+  if (ctx.dialect !== 'postgres') return where
+  return inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(where).orderBy(deliveries.id).for('update'))
 }

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, gte, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { JsonObject } from '../model/common.js'
-import { keysetPlan, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type { CredentialsReplacement, DestinationKey, DestinationRecord, StoredCredentials, TenantListRequest, TenantRecord, TenantSummary } from './storage.js'
 
 // Tenants and destinations: the directory side of the storage port.
@@ -9,15 +9,18 @@ import type { CredentialsReplacement, DestinationKey, DestinationRecord, StoredC
 export async function upsertTenant(ctx: SqlContext, id: string, metadata: JsonObject | undefined, now: Date) {
   const { tenants } = ctx.tables
   return ctx.transaction(async (db) => {
-    const inserted = await db
-      .insert(tenants)
-      .values({ id, metadata: metadata ?? {}, created_at: now, updated_at: now })
-      .onConflictDoNothing()
-      .returning()
-    if (inserted[0]) return { tenant: inserted[0] as TenantRecord, created: true }
-    const set = metadata === undefined ? { updated_at: now } : { metadata, updated_at: now }
-    const [row] = await db.update(tenants).set(set).where(eq(tenants.id, id)).returning()
-    return { tenant: row as TenantRecord, created: false }
+    // A concurrent delete can remove the row between the insert that met it and the update: then insert again.
+    for (;;) {
+      const inserted = await db
+        .insert(tenants)
+        .values({ id, metadata: metadata ?? {}, created_at: now, updated_at: now })
+        .onConflictDoNothing()
+        .returning()
+      if (inserted[0]) return { tenant: inserted[0] as TenantRecord, created: true }
+      const set = metadata === undefined ? { updated_at: now } : { metadata, updated_at: now }
+      const [row] = await db.update(tenants).set(set).where(eq(tenants.id, id)).returning()
+      if (row) return { tenant: row as TenantRecord, created: false }
+    }
   })
 }
 
@@ -48,15 +51,30 @@ export async function listTenants(ctx: SqlContext, q: TenantListRequest) {
 export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean> {
   const { tenants, destinations, events, deliveries, attempts } = ctx.tables
   return ctx.transaction(async (db) => {
+    // Writers hold the tenant row (key share) until they commit, so this waits for them and then sees their rows.
     const gone = await db.delete(tenants).where(eq(tenants.id, id)).returning({ id: tenants.id })
     if (gone.length === 0) return false
-    // Re-creating the id starts empty, so the tenant's log goes too.
+    // Destinations in id order, as recordAttempts locks them (no deadlock); deliveries before the attempts that
+    // recordAttempts writes under their row locks. Re-creating the id starts empty, so the tenant's log goes too.
+    if (ctx.dialect === 'postgres')
+      await db.select({ id: destinations.id }).from(destinations).where(eq(destinations.tenant_id, id)).orderBy(sql`${destinations.id} collate "C"`).for('update')
     await db.delete(destinations).where(eq(destinations.tenant_id, id))
+    await db.delete(deliveries).where(deliveriesInIdOrder(ctx, db, eq(deliveries.tenant_id, id)))
     await db.delete(attempts).where(eq(attempts.tenant_id, id))
-    await db.delete(deliveries).where(eq(deliveries.tenant_id, id))
     await db.delete(events).where(eq(events.tenant_id, id))
     return true
   })
+}
+
+/**
+ * Hold the tenant row until commit (Postgres `FOR KEY SHARE`: it blocks a delete, not an update), so
+ * a concurrent deleteTenant waits for this transaction and then removes what it wrote. False when gone.
+ */
+async function holdTenant(ctx: SqlContext, db: Db, id: string): Promise<boolean> {
+  const { tenants } = ctx.tables
+  let query = db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, id))
+  if (ctx.dialect === 'postgres') query = query.for('key share') as typeof query
+  return (await query).length > 0
 }
 
 export async function summarizeTenants(ctx: SqlContext, ids: string[]): Promise<Map<string, TenantSummary>> {
@@ -101,16 +119,24 @@ export async function getDestination(ctx: SqlContext, tenantId: string, id: stri
   return (row as DestinationRecord | undefined) ?? null
 }
 
-export async function insertDestination(ctx: SqlContext, record: DestinationRecord): Promise<boolean> {
+export async function insertDestination(ctx: SqlContext, record: DestinationRecord): Promise<'inserted' | 'exists' | 'no-tenant'> {
   const { destinations } = ctx.tables
-  const rows = await ctx.run((db) => db.insert(destinations).values(record).onConflictDoNothing().returning({ id: destinations.id }))
-  return rows.length > 0
+  return ctx.transaction(async (db) => {
+    if (!(await holdTenant(ctx, db, record.tenant_id))) return 'no-tenant'
+    const rows = await db.insert(destinations).values(record).onConflictDoNothing().returning({ id: destinations.id })
+    return rows.length > 0 ? 'inserted' : 'exists'
+  })
 }
 
-export async function updateDestination(ctx: SqlContext, r: DestinationRecord): Promise<boolean> {
+/**
+ * Compare-and-set on `updated_at`: the record was built from a read, and a change that landed since
+ * (another update, a disable) must not be overwritten. `disabled_at` is left to setDestinationDisabled.
+ */
+export async function updateDestination(ctx: SqlContext, r: DestinationRecord, readAt: Date): Promise<'updated' | 'stale' | 'missing'> {
   const { destinations } = ctx.tables
-  const rows = await ctx.run((db) =>
-    db
+  const match = and(eq(destinations.tenant_id, r.tenant_id), eq(destinations.id, r.id))
+  return ctx.transaction(async (db) => {
+    const rows = await db
       .update(destinations)
       .set({
         topics: r.topics,
@@ -119,13 +145,14 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord): 
         credentials: r.credentials,
         delivery_metadata: r.delivery_metadata,
         metadata: r.metadata,
-        disabled_at: r.disabled_at,
         updated_at: r.updated_at,
       })
-      .where(and(eq(destinations.tenant_id, r.tenant_id), eq(destinations.id, r.id)))
-      .returning({ id: destinations.id }),
-  )
-  return rows.length > 0
+      .where(and(match, eq(destinations.updated_at, readAt)))
+      .returning({ id: destinations.id })
+    if (rows.length > 0) return 'updated'
+    const [still] = await db.select({ id: destinations.id }).from(destinations).where(match).limit(1)
+    return still ? 'stale' : 'missing'
+  })
 }
 
 export async function deleteDestination(ctx: SqlContext, tenantId: string, id: string): Promise<boolean> {
@@ -136,10 +163,11 @@ export async function deleteDestination(ctx: SqlContext, tenantId: string, id: s
       .where(and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id)))
       .returning({ id: destinations.id })
     if (gone.length === 0) return false
+    // Publishers hold the destination row (key share) until they commit, so their deliveries are visible here.
     await db
       .update(deliveries)
       .set({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_until: null })
-      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending')))
+      .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'))))
     return true
   })
 }
@@ -154,19 +182,30 @@ export async function setDestinationDisabled(
   const { destinations, deliveries } = ctx.tables
   const match = and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id))
   return ctx.transaction(async (db) => {
-    const [current] = await db.select().from(destinations).where(match).limit(1)
+    // Locked, so concurrent disables keep the first time and an enable cannot interleave with them.
+    let read = db.select().from(destinations).where(match).limit(1)
+    if (ctx.dialect === 'postgres') read = read.for('update') as typeof read
+    const [current] = await read
     if (!current) return null
     // Disabling twice keeps the first time; enabling clears the failure streak.
     if (at && current.disabled_at) return current as DestinationRecord
     if (!at && !current.disabled_at) return current as DestinationRecord
-    const set = at ? { disabled_at: at, updated_at: now } : { disabled_at: null, consecutive_failures: 0, updated_at: now }
+    // updated_at versions the row (updateDestination compares it), so it moves on even within one millisecond.
+    const updated_at = new Date(Math.max(now.getTime(), current.updated_at.getTime() + 1))
+    const set = at ? { disabled_at: at, updated_at } : { disabled_at: null, consecutive_failures: 0, updated_at }
     const [row] = await db.update(destinations).set(set).where(match).returning()
     if (!at) {
       // Deliveries parked while the destination was disabled become due again.
       await db
         .update(deliveries)
         .set({ next_attempt_at: now })
-        .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)))
+        .where(
+          deliveriesInIdOrder(
+            ctx,
+            db,
+            and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)),
+          ),
+        )
     }
     return row as DestinationRecord
   })

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, or, sql, type SQL } from 'drizzle-orm'
-import { keysetPlan, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetPlan, type Db, type SqlContext } from './sql-context.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -67,7 +67,6 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
   const { destinations } = ctx.tables
   if (writes.length === 0) return []
   return ctx.transaction(async (db) => {
-    await ctx.hotPath.writeAttempts(db, writes)
     // Failure streaks per destination: failures after the batch's last success, added to the stored streak if none.
     const streaks = new Map<string, { tenant_id: string; destination_id: string; failures: number; reset: boolean }>()
     for (const { attempt } of writes) {
@@ -92,6 +91,8 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
       const [row] = await db.update(destinations).set({ consecutive_failures: value }).where(match).returning({ n: destinations.consecutive_failures })
       if (row) result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: row.n })
     }
+    // After the destinations, the order deleteTenant and deleteDestination lock rows in.
+    await ctx.hotPath.writeAttempts(db, writes)
     return result
   }, { durable: false })
 }
@@ -104,7 +105,7 @@ export async function extendLeases(ctx: SqlContext, owner: string, ids: string[]
       db
         .update(deliveries)
         .set({ lease_until: leaseUntil })
-        .where(and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), inArray(deliveries.id, ids.slice(i, i + 1000))))
+        .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), inArray(deliveries.id, ids.slice(i, i + 1000)))))
         .returning({ id: deliveries.id }),
     )
     extended += rows.length
@@ -118,7 +119,7 @@ export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string
     db
       .update(deliveries)
       .set({ lease_owner: null, lease_until: null })
-      .where(and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), ids ? inArray(deliveries.id, ids) : undefined))
+      .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), ids ? inArray(deliveries.id, ids) : undefined)))
       .returning({ id: deliveries.id }),
   )
   return rows.length
@@ -131,17 +132,19 @@ export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boo
     db
       .update(deliveries)
       .set({ status: cancel ? 'cancelled' : 'pending', next_attempt_at: null, lease_owner: null, lease_until: null })
-      .where(and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending'))),
+      .where(deliveriesInIdOrder(ctx, db, and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending')))),
   )
 }
 
 export async function requeueDelivery(ctx: SqlContext, tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean> {
-  const { deliveries } = ctx.tables
+  const { deliveries, destinations } = ctx.tables
+  // A delete that committed first leaves nothing to requeue; one that commits later cancels the row again.
+  const destinationExists = sql`exists (select 1 from ${destinations} where ${destinations.tenant_id} = ${tenantId} and ${destinations.id} = ${destinationId})`
   return ctx.transaction(async (db) => {
     const rows = await db
       .update(deliveries)
       .set({ status: 'pending', manual: true, next_attempt_at: now, lease_owner: null, lease_until: null })
-      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.event_id, eventId), eq(deliveries.destination_id, destinationId)))
+      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.event_id, eventId), eq(deliveries.destination_id, destinationId), destinationExists))
       .returning({ id: deliveries.id })
     if (rows.length > 0) await ctx.notifyWork?.(db)
     return rows.length > 0

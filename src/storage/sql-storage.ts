@@ -19,7 +19,7 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     listDestinations: (tenantId, filter) => directory.listDestinations(ctx, tenantId, filter),
     getDestination: (tenantId, id) => directory.getDestination(ctx, tenantId, id),
     insertDestination: (record) => directory.insertDestination(ctx, record),
-    updateDestination: (record) => directory.updateDestination(ctx, record),
+    updateDestination: (record, readAt) => directory.updateDestination(ctx, record, readAt),
     deleteDestination: (tenantId, id) => directory.deleteDestination(ctx, tenantId, id),
     setDestinationDisabled: (tenantId, id, at, now) => directory.setDestinationDisabled(ctx, tenantId, id, at, now),
     scanCredentials: (after, limit) => directory.scanCredentials(ctx, after, limit),

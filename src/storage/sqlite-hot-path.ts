@@ -19,29 +19,46 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
      values (?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?)`,
   )
   const existingDestinations = client.prepare(`select destination_id from deliveries where tenant_id = ? and event_id = ?`).pluck()
+  const tenantExists = client.prepare(`select 1 from tenants where id = ?`).pluck()
+  const destinationExists = client.prepare(`select 1 from destinations where tenant_id = ? and id = ?`).pluck()
   const insertAttempt = client.prepare(
     `insert into attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status, response_status_code,
        response_body, response_headers, error, error_kind, duration_ms, delivered_at)
      values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
+  // A delivery cancelled meanwhile (its destination was deleted) stays cancelled.
   const updateDelivery = client.prepare(
-    `update deliveries set status = ?, attempt_count = attempt_count + 1, manual = 0, next_attempt_at = ?, lease_owner = null,
+    `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
+       next_attempt_at = case when status = 'cancelled' then null else ? end, lease_owner = null,
        lease_until = null, last_attempt_at = ?, successful_at = coalesce(successful_at, ?)
      where id = ?`,
   )
 
   return {
     insertEvents(_db, items) {
-      return items.map(({ event: e, deliveries }) => {
+      // Inside the caller's transaction (one writer): owners are checked where the rows are written.
+      const missing = new Map<number | string, string>()
+      items.forEach(({ event: e, group }, index) => {
+        if (!tenantExists.get(e.tenant_id)) missing.set(group ?? `item ${index}`, e.tenant_id)
+      })
+      return items.map(({ event: e, deliveries, group }, index) => {
+        const missingTenant = missing.get(group ?? `item ${index}`)
+        if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
         const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), JSON.stringify(e.data), JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
         if (inserted.changes === 0) return { duplicate: true, destination_ids: existingDestinations.all(e.tenant_id, e.id) as string[] }
-        for (const d of deliveries)
+        const destinationIds: string[] = []
+        for (const d of deliveries) {
+          if (!destinationExists.get(e.tenant_id, d.destination_id)) continue
           insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), ms(d.next_attempt_at), d.lease_owner ?? null, ms(d.lease_until))
-        return { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id) }
+          destinationIds.push(d.destination_id)
+        }
+        return { duplicate: false, destination_ids: destinationIds }
       })
     },
     writeAttempts(_db, writes) {
       for (const { attempt: a, delivery: d } of writes) {
+        // No attempt is logged for a delivery that is gone (its tenant was deleted).
+        if (updateDelivery.run(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id).changes === 0) continue
         insertAttempt.run(
           a.id,
           a.tenant_id,
@@ -59,7 +76,6 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
           a.duration_ms,
           ms(a.delivered_at),
         )
-        updateDelivery.run(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id)
       }
     },
   }

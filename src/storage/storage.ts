@@ -22,7 +22,11 @@ export interface Storage {
   getTenant(id: string): Promise<TenantRecord | null>
   /** Up to `limit + 1` rows in display order (see `buildPage`), plus the count of all rows the filter matches. */
   listTenants(query: TenantListRequest): Promise<{ rows: TenantRecord[]; count: number }>
-  /** Delete the tenant, its destinations and their pending deliveries. The attempt log stays. */
+  /**
+   * Delete the tenant with its destinations, events, deliveries and attempts (a re-created id starts empty).
+   * Atomic against concurrent writers: a destination or event being inserted for the tenant is either
+   * deleted with it or refused (see insertDestination, insertEvents).
+   */
   deleteTenant(id: string): Promise<boolean>
   /** destinations_count and the sorted union of topics, per tenant. Missing tenants map to zero/empty. */
   summarizeTenants(ids: string[]): Promise<Map<string, TenantSummary>>
@@ -31,10 +35,14 @@ export interface Storage {
   /** A tenant's destinations, oldest first, optionally only of some types. */
   listDestinations(tenantId: string, filter?: { types?: DestinationTypeName[]; enabledOnly?: boolean }): Promise<DestinationRecord[]>
   getDestination(tenantId: string, id: string): Promise<DestinationRecord | null>
-  /** Insert; false when the tenant already has a destination with that id. */
-  insertDestination(record: DestinationRecord): Promise<boolean>
-  /** Replace every mutable field (topics, filter, config, credentials, metadata, delivery_metadata, disabled_at, updated_at). */
-  updateDestination(record: DestinationRecord): Promise<boolean>
+  /** Insert; `exists` when the tenant already has a destination with that id, `no-tenant` when the tenant is gone. */
+  insertDestination(record: DestinationRecord): Promise<'inserted' | 'exists' | 'no-tenant'>
+  /**
+   * Replace the fields an update changes (topics, filter, config, credentials, metadata, delivery_metadata,
+   * updated_at) if the stored `updated_at` is still `readAt`; `stale` when it changed since, so the caller
+   * re-reads and applies its change again rather than overwrite another.
+   */
+  updateDestination(record: DestinationRecord, readAt: Date): Promise<'updated' | 'stale' | 'missing'>
   /** Delete it and cancel its pending deliveries. */
   deleteDestination(tenantId: string, id: string): Promise<boolean>
   /** Set `disabled_at` (kept when already set) or clear it (`null`); enabling resets the failure streak and makes parked deliveries due. */
@@ -56,6 +64,8 @@ export interface Storage {
   /**
    * Insert each event with its deliveries in one transaction. Idempotent on (tenant_id, event id):
    * an existing event inserts nothing and answers `duplicate: true` with its existing destination ids.
+   * Checked inside the transaction: events of a tenant that is gone are not inserted (nor any other event
+   * of the same `group`), and deliveries to a destination that is gone are left out.
    */
   insertEvents(items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
   /** Lease up to `limit` due deliveries (pending, next_attempt_at <= now, lease free or expired). */
@@ -76,7 +86,7 @@ export interface Storage {
    * single-process drivers (SQLite) do not need it. Resolves to an unsubscribe function.
    */
   onWork?(listener: () => void): Promise<() => Promise<void>>
-  /** Make a delivery due now for one manual attempt; false when there is no such delivery. */
+  /** Make a delivery due now for one manual attempt; false when there is no such delivery or its destination is gone. */
   requeueDelivery(tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean>
   /** Event rows (one per attempted (event, destination) pair), `limit + 1` in display order. */
   listEvents(query: EventListRequest): Promise<EventRow[]>
@@ -171,11 +181,16 @@ export interface NewDelivery {
 export interface NewEventWithDeliveries {
   event: EventRecord
   deliveries: NewDelivery[]
+  /** Events with the same group are inserted all or none (one publishMany call); without one, an event is its own group. */
+  group?: number
 }
 
 export interface InsertEventResult {
   duplicate: boolean
+  /** The destinations the event is delivered to: those of the inserted deliveries, or of the existing event. */
   destination_ids: string[]
+  /** Nothing was inserted: this tenant (the event's own, or another of its group) is gone. */
+  missing_tenant?: string
 }
 
 export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled'

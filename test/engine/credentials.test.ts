@@ -52,7 +52,7 @@ for (const kind of engineKinds()) {
       // What someone with write access to the table could do: put A's ciphertext on B's row.
       const rowA = (await outflow.storage.getDestination('acme', a.id))!
       const rowB = (await outflow.storage.getDestination('acme', b.id))!
-      expect(await outflow.storage.updateDestination({ ...rowB, credentials: rowA.credentials })).toBe(true)
+      expect(await outflow.storage.updateDestination({ ...rowB, credentials: rowA.credentials }, rowB.updated_at)).toBe('updated')
 
       const { id } = await outflow.publish({ tenant_id: 'acme', topic: 'swap.b', data: { n: 1 } })
       // The event is listed from its first attempt on (404 before).
@@ -72,11 +72,12 @@ for (const kind of engineKinds()) {
       for (const [id, credentials] of [['legacy-v1', sealV1({ secret: secret(4) }, oldKey)], ['legacy-plain', JSON.stringify({ secret: secret(5) })]] as const) {
         const created = await first.createDestination('rot', webhook(id, 9))
         const row = (await storage.getDestination('rot', created.id))!
-        await storage.updateDestination({ ...row, credentials })
+        await storage.updateDestination({ ...row, credentials }, row.updated_at)
       }
       // And one that cannot be read: d1's ciphertext on another row.
       const tampered = await first.createDestination('rot', webhook('tampered', 6))
-      await storage.updateDestination({ ...(await storage.getDestination('rot', tampered.id))!, credentials: (await storage.getDestination('rot', 'd1'))!.credentials })
+      const tamperedRow = (await storage.getDestination('rot', tampered.id))!
+      await storage.updateDestination({ ...tamperedRow, credentials: (await storage.getDestination('rot', 'd1'))!.credentials }, tamperedRow.updated_at)
 
       // Quiet: re-encrypt logs the row it cannot read as an error.
       const logger = recordingLogger()

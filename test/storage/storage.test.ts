@@ -126,9 +126,11 @@ for (const kind of storageKinds()) {
       it('inserts, refuses a duplicate id in the same tenant, allows it in another', async () => {
         await s.upsertTenant('t-d', {}, t0)
         await s.upsertTenant('t-d2', {}, t0)
-        expect(await s.insertDestination(destination('t-d', 'same'))).toBe(true)
-        expect(await s.insertDestination(destination('t-d', 'same'))).toBe(false)
-        expect(await s.insertDestination(destination('t-d2', 'same'))).toBe(true)
+        expect(await s.insertDestination(destination('t-d', 'same'))).toBe('inserted')
+        expect(await s.insertDestination(destination('t-d', 'same'))).toBe('exists')
+        expect(await s.insertDestination(destination('t-d2', 'same'))).toBe('inserted')
+        expect(await s.insertDestination(destination('t-gone', 'same'))).toBe('no-tenant')
+        expect(await s.listDestinations('t-gone')).toEqual([])
         const got = await s.getDestination('t-d', 'same')
         expect(got?.config).toEqual({ url: 'https://example.com/hook' })
         expect(got?.created_at.getTime()).toBe(t0.getTime())
@@ -145,10 +147,14 @@ for (const kind of storageKinds()) {
         expect((await s.listDestinations('t-l', { enabledOnly: true })).map((d) => d.id)).toEqual(['w', 'q'])
         const w = (await s.getDestination('t-l', 'w'))!
         const changed = { ...w, topics: ['*'], filter: { data: { x: 1 } }, metadata: { m: 1 }, delivery_metadata: { h: 'v' }, updated_at: at(9) }
-        expect(await s.updateDestination(changed)).toBe(true)
+        expect(await s.updateDestination(changed, w.updated_at)).toBe('updated')
         const after = (await s.getDestination('t-l', 'w'))!
         expect(after).toMatchObject({ topics: ['*'], filter: { data: { x: 1 } }, metadata: { m: 1 }, delivery_metadata: { h: 'v' } })
         expect(after.updated_at.getTime()).toBe(at(9).getTime())
+        // Built from the read before that update: refused, nothing overwritten.
+        expect(await s.updateDestination({ ...w, topics: ['late'], updated_at: at(10) }, w.updated_at)).toBe('stale')
+        expect((await s.getDestination('t-l', 'w'))!.topics).toEqual(['*'])
+        expect(await s.updateDestination({ ...w, id: 'missing' }, w.updated_at)).toBe('missing')
       })
 
       it('disabling twice keeps the first time; enabling clears it and makes parked deliveries due', async () => {
@@ -190,20 +196,29 @@ for (const kind of storageKinds()) {
         expect((await s.getDestination('t-k1', 'b'))?.credentials).toBe('t-k1/b')
       })
 
-      it('deleting a destination cancels its pending deliveries', async () => {
-        await s.upsertTenant('t-c', {}, t0)
-        await s.insertDestination(destination('t-c', 'd'))
-        await s.insertEvents([{ event: event('t-c', 'e'), deliveries: [{ id: 'dlv-c', destination_id: 'd', next_attempt_at: t0 }] }])
+      it("deleting a destination cancels its pending deliveries, and not another tenant's of the same id", async () => {
+        for (const t of ['t-c', 't-c2']) {
+          await s.upsertTenant(t, {}, t0)
+          await s.insertDestination(destination(t, 'd'))
+          await s.insertEvents([{ event: event(t, 'e'), deliveries: [{ id: `dlv-${t}`, destination_id: 'd', next_attempt_at: t0 }] }])
+        }
         expect(await s.deleteDestination('t-c', 'd')).toBe(true)
         expect(await s.deleteDestination('t-c', 'd')).toBe(false)
         const claimed = await s.claimDueDeliveries({ owner: 'w', now: at(1e9), leaseUntil: at(2e9), limit: 100 })
-        expect(claimed.map((c) => c.id)).not.toContain('dlv-c')
+        expect(claimed.map((c) => c.id)).not.toContain('dlv-t-c')
+        expect(claimed.map((c) => c.id)).toContain('dlv-t-c2')
+        // An attempt that ends after the delete is logged, and its delivery stays cancelled.
+        await s.recordAttempts([{ ...attempted('t-c', 'dlv-t-c', 'e', 'd', false, 5) }])
+        expect(await s.listAttempts('t-c', 'e')).toHaveLength(1)
+        expect((await s.claimDueDeliveries({ owner: 'w2', now: at(1e10), leaseUntil: at(2e10), limit: 100 })).map((c) => c.id)).not.toContain('dlv-t-c')
+        expect(await s.requeueDelivery('t-c', 'e', 'd', at(6))).toBe(false)
       })
     })
 
     describe('events and the delivery queue', () => {
       it('inserts an event with its deliveries once; a republish is a duplicate naming the same destinations', async () => {
         await s.upsertTenant('t-e', {}, t0)
+        for (const id of ['a', 'b', 'c']) await s.insertDestination(destination('t-e', id))
         const item = { event: event('t-e', 'e1'), deliveries: [{ id: 'dlv-e1-a', destination_id: 'a', next_attempt_at: t0 }, { id: 'dlv-e1-b', destination_id: 'b', next_attempt_at: t0 }] }
         expect(await s.insertEvents([item])).toEqual([{ duplicate: false, destination_ids: ['a', 'b'] }])
         const again = { ...item, deliveries: [{ id: 'dlv-e1-c', destination_id: 'c', next_attempt_at: t0 }] }
@@ -214,8 +229,44 @@ for (const kind of storageKinds()) {
         expect(twice.map((r) => r.duplicate)).toEqual([false, true])
       })
 
+      it('inserts nothing for a tenant that is gone (nor for the rest of its group), and no delivery to a destination that is gone', async () => {
+        await s.upsertTenant('t-g', {}, t0)
+        await s.insertDestination(destination('t-g', 'here'))
+        const deliveries = (n: string) => [
+          { id: `dlv-${n}-here`, destination_id: 'here', next_attempt_at: t0 },
+          { id: `dlv-${n}-gone`, destination_id: 'gone', next_attempt_at: t0 },
+        ]
+        const results = await s.insertEvents([
+          { event: event('t-g', 'g1'), deliveries: deliveries('g1'), group: 1 },
+          { event: event('t-g', 'g2'), deliveries: deliveries('g2'), group: 2 },
+          { event: event('t-ghost', 'g3'), deliveries: [], group: 2 },
+          { event: event('t-ghost', 'g4'), deliveries: [] },
+        ])
+        expect(results).toEqual([
+          { duplicate: false, destination_ids: ['here'] },
+          { duplicate: false, destination_ids: [], missing_tenant: 't-ghost' },
+          { duplicate: false, destination_ids: [], missing_tenant: 't-ghost' },
+          { duplicate: false, destination_ids: [], missing_tenant: 't-ghost' },
+        ])
+        await s.recordAttempts([attempted('t-g', 'dlv-g1-here', 'g1', 'here', true, 1)])
+        expect((await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['t-g', 't-ghost'] })).map((r) => [r.event_id, r.destination_id])).toEqual([['g1', 'here']])
+        const [again] = await s.insertEvents([{ event: event('t-g', 'g2'), deliveries: deliveries('g2b') }])
+        expect(again).toEqual({ duplicate: false, destination_ids: ['here'] })
+      })
+
+      it('logs no attempt for a delivery whose tenant was deleted meanwhile', async () => {
+        await s.upsertTenant('t-late', {}, t0)
+        await s.insertDestination(destination('t-late', 'd'))
+        await s.insertEvents([{ event: event('t-late', 'l1'), deliveries: [{ id: 'dlv-late', destination_id: 'd', next_attempt_at: t0 }] }])
+        await s.deleteTenant('t-late')
+        await s.recordAttempts([attempted('t-late', 'dlv-late', 'l1', 'd', true, 1)])
+        await s.upsertTenant('t-late', {}, t0)
+        expect(await s.listAttempts('t-late', 'l1')).toEqual([])
+      })
+
       it('claims due rows once while leased, again after the lease expires, and never rows leased at insert', async () => {
         await s.upsertTenant('t-q', {}, t0)
+        await s.insertDestination(destination('t-q', 'd'))
         await s.insertEvents([
           { event: event('t-q', 'q1'), deliveries: [{ id: 'dlv-q1', destination_id: 'd', next_attempt_at: at(0) }] },
           { event: event('t-q', 'q2'), deliveries: [{ id: 'dlv-q2', destination_id: 'd', next_attempt_at: at(0), lease_owner: 'fast', lease_until: at(500) }] },
@@ -276,6 +327,8 @@ for (const kind of storageKinds()) {
       it('admin listing filters by tenant, topic and destination', async () => {
         await s.upsertTenant('t-a1', {}, t0)
         await s.upsertTenant('t-a2', {}, t0)
+        await s.insertDestination(destination('t-a1', 'd'))
+        await s.insertDestination(destination('t-a2', 'e'))
         await s.insertEvents([
           { event: { ...event('t-a1', 'a1', 5), topic: 'x.one' }, deliveries: [{ id: 'dlv-a1', destination_id: 'd', next_attempt_at: t0 }] },
           { event: { ...event('t-a2', 'a2', 6), topic: 'x.two' }, deliveries: [{ id: 'dlv-a2', destination_id: 'e', next_attempt_at: t0 }] },
@@ -289,6 +342,7 @@ for (const kind of storageKinds()) {
 
       it('requeues a delivery for a manual attempt, and cancels held ones for a gone destination', async () => {
         await s.upsertTenant('t-m', {}, t0)
+        await s.insertDestination(destination('t-m', 'd'))
         await s.insertEvents([{ event: event('t-m', 'm1'), deliveries: [{ id: 'dlv-m1', destination_id: 'd', next_attempt_at: t0 }] }])
         await s.recordAttempts([{ ...attempted('t-m', 'dlv-m1', 'm1', 'd', false, 1), delivery: { id: 'dlv-m1', status: 'failed', next_attempt_at: null, successful_at: null } }])
         expect(await s.requeueDelivery('t-m', 'm1', 'd', at(50))).toBe(true)
