@@ -10,7 +10,7 @@ import type { Outflow } from '../../src/engine.js'
 import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
-import { apiKey, jwtSecret } from '../support/engines.js'
+import { apiKey, encryptionKey, jwtSecret } from '../support/engines.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
@@ -101,7 +101,7 @@ for (const kind of raceStorages) {
       const db = await kind.open()
       opened.push(db)
       // A long timeout: an attempt timed out on a loaded machine has sent its request, which the receiver may log later.
-      const options = { apiKey, jwtSecret, allowPrivateNetworks: true, delivery: { pollIntervalMs: 50, timeoutMs: 30_000 } }
+      const options = { apiKey, jwtSecret, encryptionKey, allowPrivateNetworks: true, delivery: { pollIntervalMs: 50, timeoutMs: 30_000 } }
       const outflow = await createOutflow({ ...options, storage: db.storage })
       engines.push(outflow)
       return {

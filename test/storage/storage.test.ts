@@ -359,6 +359,7 @@ for (const kind of storageKinds()) {
         await q.ping()
         expect(await q.queueStats(at(0))).toEqual({ due: 0, oldest_due_at: null })
         await q.upsertTenant('t-s', {}, t0)
+        for (const id of ['d', 'e']) await q.insertDestination(destination('t-s', id))
         await q.insertEvents([
           { event: event('t-s', 's1'), deliveries: [{ id: 'dlv-s1', destination_id: 'd', next_attempt_at: at(100) }] },
           { event: event('t-s', 's2'), deliveries: [{ id: 'dlv-s2', destination_id: 'd', next_attempt_at: at(200), lease_owner: 'fast', lease_until: at(9000) }] },
