@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { OutflowError } from '../errors.js'
+import { checkBodyNesting } from './body.js'
 
 /** A body the host framework already read and parsed (e.g. Express after `express.json()`). */
 export interface ParsedBody {
@@ -41,10 +42,19 @@ function streamBody(req: IncomingMessage): ReadableStream<Uint8Array> {
   )
 }
 
-/** A body parsed by the host, back as bytes: text and raw bodies as they were, JSON re-encoded. */
-function parsedBodyBytes(value: unknown): string | Buffer {
+/**
+ * A body parsed by the host, back as bytes: text and raw bodies as they were, JSON re-encoded. A value
+ * nested too deep to re-encode becomes a body whose read fails with the API's 422, so the handler
+ * answers it in its usual order (authentication first), as if it had parsed the body itself.
+ */
+function parsedBodyBytes(value: unknown): string | Buffer | ReadableStream<Uint8Array> {
   if (typeof value === 'string') return value
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  try {
+    checkBodyNesting(value)
+  } catch (error) {
+    return new ReadableStream({ start: (controller) => controller.error(error) })
+  }
   return JSON.stringify(value)
 }
 

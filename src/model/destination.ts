@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { DestinationTypeNameSchema } from './destination-type.js'
-import { IdSchema, JsonObjectSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
+import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
 export const TopicSchema = v.pipe(
@@ -52,8 +52,8 @@ export const CreateDestinationSchema = objectBody(v.strictObject(
     id: v.optional(IdSchema),
     type: DestinationTypeNameSchema,
     topics: TopicsSchema,
-    config: v.optional(v.unknown()),
-    credentials: v.optional(v.unknown()),
+    config: v.optional(JsonValueSchema),
+    credentials: v.optional(JsonValueSchema),
     filter: v.optional(v.nullable(JsonObjectSchema)),
     delivery_metadata: v.optional(v.nullable(StringMapSchema)),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
@@ -67,8 +67,8 @@ export const UpdateDestinationSchema = objectBody(v.strictObject(
   {
     topics: v.optional(TopicsSchema),
     filter: v.optional(v.nullable(JsonObjectSchema)),
-    config: v.optional(v.nullable(v.unknown())),
-    credentials: v.optional(v.nullable(v.unknown())),
+    config: v.optional(v.nullable(JsonValueSchema)),
+    credentials: v.optional(v.nullable(JsonValueSchema)),
     delivery_metadata: v.optional(v.nullable(v.record(v.string(), v.nullable(v.string('values must be strings or null'))))),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
   },
