@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { OutflowError } from '../errors.js'
 import { checkBodyNesting } from './body.js'
+import { forbiddenMethodRequest, isForbiddenMethod } from './methods.js'
 
 /** A body the host framework already read and parsed (e.g. Express after `express.json()`). */
 export interface ParsedBody {
@@ -72,6 +73,7 @@ export function toWebRequest(req: IncomingMessage, path: string, parsed?: Parsed
   }
   const url = `http://localhost${path.startsWith('/') ? path : `/${path}`}`
   const method = req.method ?? 'GET'
+  if (isForbiddenMethod(method)) return forbiddenMethodRequest(url, method, headers)
   if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers })
   const body = parsed ? parsedBodyBytes(parsed.value) : streamBody(req)
   return new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)
