@@ -29,4 +29,6 @@ export const outflowFastify: FastifyPluginAsync<OutflowFastifyOptions> = async (
   }
   fastify.all('/', serve)
   fastify.all('/*', serve)
+  // `all` covers only Fastify's known methods; the API answers the rest (PROPFIND, …) with its 405.
+  fastify.setNotFoundHandler(serve)
 }

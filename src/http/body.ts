@@ -1,4 +1,5 @@
-import { OutflowError } from '../errors.js'
+import { OutflowError, type ErrorData } from '../errors.js'
+import { maxJsonDepth, nestsDeeperThan, tooDeepMessage } from '../model/common.js'
 
 function tooLarge(limit: number): OutflowError {
   return new OutflowError('payload_too_large', `request body exceeds ${limit} bytes`)
@@ -62,8 +63,24 @@ async function readLimited(body: ReadableStream<Uint8Array> | null, limit: numbe
 }
 
 /**
+ * Refuse (422, naming each field) a body whose fields nest objects and arrays deeper than
+ * `maxJsonDepth` levels, before anything recursive sees it: V8's JSON.parse is iterative, but
+ * JSON.stringify (storage, re-encoding) overflows the stack at a few thousand levels. The engine
+ * checks its own input the same way, so typed callers get the same answer.
+ *
+ * @example
+ * checkBodyNesting({ data: deeplyNested }) // throws 422 { data: { data: 'nested deeper than 32 levels' } }
+ */
+export function checkBodyNesting(body: unknown): void {
+  if (typeof body !== 'object' || body === null) return
+  const data: ErrorData = {}
+  for (const [field, value] of Object.entries(body)) if (nestsDeeperThan(value, maxJsonDepth)) data[field] = tooDeepMessage
+  if (Object.keys(data).length > 0) throw new OutflowError('validation', 'validation error', { data })
+}
+
+/**
  * The JSON body of a request, or `undefined` when it has none: 413 over `limit` bytes, 415 for a
- * non-JSON content type, 400 for bytes that are not UTF-8 JSON.
+ * non-JSON content type, 400 for bytes that are not UTF-8 JSON, 422 for fields nested too deep.
  *
  * @example
  * const body = await readJsonBody(request, 1024 * 1024)
@@ -83,9 +100,12 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   } catch {
     throw new OutflowError('bad_request', 'malformed JSON', { data: { body: 'not valid UTF-8' } })
   }
+  let body: unknown
   try {
-    return JSON.parse(text) as unknown
+    body = JSON.parse(text)
   } catch (error) {
     throw new OutflowError('bad_request', 'malformed JSON', { data: { body: (error as Error).message } })
   }
+  checkBodyNesting(body)
+  return body
 }

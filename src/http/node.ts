@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { OutflowError } from '../errors.js'
+import { checkBodyNesting } from './body.js'
+import { forbiddenMethodRequest, isForbiddenMethod } from './methods.js'
 
 /** A body the host framework already read and parsed (e.g. Express after `express.json()`). */
 export interface ParsedBody {
@@ -41,10 +43,19 @@ function streamBody(req: IncomingMessage): ReadableStream<Uint8Array> {
   )
 }
 
-/** A body parsed by the host, back as bytes: text and raw bodies as they were, JSON re-encoded. */
-function parsedBodyBytes(value: unknown): string | Buffer {
+/**
+ * A body parsed by the host, back as bytes: text and raw bodies as they were, JSON re-encoded. A value
+ * nested too deep to re-encode becomes a body whose read fails with the API's 422, so the handler
+ * answers it in its usual order (authentication first), as if it had parsed the body itself.
+ */
+function parsedBodyBytes(value: unknown): string | Buffer | ReadableStream<Uint8Array> {
   if (typeof value === 'string') return value
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  try {
+    checkBodyNesting(value)
+  } catch (error) {
+    return new ReadableStream({ start: (controller) => controller.error(error) })
+  }
   return JSON.stringify(value)
 }
 
@@ -62,6 +73,7 @@ export function toWebRequest(req: IncomingMessage, path: string, parsed?: Parsed
   }
   const url = `http://localhost${path.startsWith('/') ? path : `/${path}`}`
   const method = req.method ?? 'GET'
+  if (isForbiddenMethod(method)) return forbiddenMethodRequest(url, method, headers)
   if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers })
   const body = parsed ? parsedBodyBytes(parsed.value) : streamBody(req)
   return new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)

@@ -9,11 +9,44 @@ export const IdSchema = v.pipe(
   v.regex(/^[A-Za-z0-9_.:-]+$/, 'may only contain letters, digits, "_", ".", ":" and "-"'),
 )
 
-/** A JSON object (not an array, not null). */
+/** How many levels objects and arrays may nest in a free-form JSON field (`{}` is one level). */
+export const maxJsonDepth = 32
+
+/**
+ * Whether objects and arrays in `value` nest deeper than `limit` levels. Iterative and stops at the
+ * first level past the limit, so a value of any depth (or a cycle) is safe to check; JSON.stringify
+ * and structuredClone recurse and overflow the stack at a few thousand levels.
+ *
+ * @example
+ * nestsDeeperThan({ a: [{}] }, 2) // true
+ */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const pending: [value: unknown, depth: number][] = [[value, 0]]
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!
+    if (typeof item !== 'object' || item === null) continue
+    if (depth === limit) return true
+    for (const child of Object.values(item)) pending.push([child, depth + 1])
+  }
+  return false
+}
+
+/** The message for a field nested deeper than `maxJsonDepth`. */
+export const tooDeepMessage = `nested deeper than ${maxJsonDepth} levels`
+
+function withinJsonDepth<T>() {
+  return v.check<T, string>((x) => !nestsDeeperThan(x, maxJsonDepth), tooDeepMessage)
+}
+
+/** A JSON object (not an array, not null), nested at most `maxJsonDepth` levels. */
 export const JsonObjectSchema = v.pipe(
   v.custom<unknown>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object'),
   v.record(v.string(), v.unknown()),
+  withinJsonDepth<Record<string, unknown>>(),
 )
+
+/** Any JSON value nested at most `maxJsonDepth` levels (config and credentials, checked by their type afterwards). */
+export const JsonValueSchema = v.pipe(v.unknown(), withinJsonDepth<unknown>())
 export type JsonObject = Record<string, unknown>
 
 /**

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { DestinationTypeNameSchema } from './destination-type.js'
-import { IdSchema, JsonObjectSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
+import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
 export const TopicSchema = v.pipe(
@@ -10,13 +10,41 @@ export const TopicSchema = v.pipe(
   v.regex(/^[^\s]+$/, 'must not contain white space'),
 )
 
+/** Limits that bound topic matching (see delivery/topics.ts): the cost grows with their product. */
+export const topicLimits = {
+  /** Dot segments of a topic or pattern on a destination or in the `topics` query. */
+  segments: 32,
+  /** `*` segments of one pattern. */
+  wildcards: 16,
+  /** Topics of one destination. */
+  perDestination: 100,
+  /** Values of the `topics` query of the destination listing. */
+  perQuery: 20,
+} as const
+
+/** A topic or `*` pattern a destination subscribes to (or a listing asks for), within `topicLimits`. */
+export const TopicPatternSchema = v.pipe(
+  TopicSchema,
+  v.check((t) => t.split('.').length <= topicLimits.segments, `must have at most ${topicLimits.segments} dot segments`),
+  v.check((t) => t.split('.').filter((s) => s === '*').length <= topicLimits.wildcards, `must have at most ${topicLimits.wildcards} "*" segments`),
+)
+
 /** `topics` on create/update: `"*"` or a non-empty array of topics (stored as an array). */
 export const TopicsSchema = v.pipe(
-  v.union([v.literal('*'), v.pipe(v.array(TopicSchema), v.minLength(1, 'must not be empty'))], 'must be "*" or a non-empty array of topics'),
+  v.union(
+    [
+      v.literal('*'),
+      v.pipe(
+        v.array(TopicPatternSchema),
+        v.minLength(1, 'must not be empty'),
+        v.maxLength(topicLimits.perDestination, `must have at most ${topicLimits.perDestination} topics`),
+      ),
+    ],
+    'must be "*" or a non-empty array of topics',
+  ),
   v.transform((t): string[] => (t === '*' ? ['*'] : [...new Set(t)])),
   v.check((t) => !(t.includes('*') && t.length > 1), '"*" cannot be combined with other topics'),
 )
-
 
 /** Create body. Config/credentials are checked against the type's own schemas afterwards. */
 export const CreateDestinationSchema = objectBody(v.strictObject(
@@ -24,8 +52,8 @@ export const CreateDestinationSchema = objectBody(v.strictObject(
     id: v.optional(IdSchema),
     type: DestinationTypeNameSchema,
     topics: TopicsSchema,
-    config: v.optional(v.unknown()),
-    credentials: v.optional(v.unknown()),
+    config: v.optional(JsonValueSchema),
+    credentials: v.optional(JsonValueSchema),
     filter: v.optional(v.nullable(JsonObjectSchema)),
     delivery_metadata: v.optional(v.nullable(StringMapSchema)),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
@@ -39,8 +67,8 @@ export const UpdateDestinationSchema = objectBody(v.strictObject(
   {
     topics: v.optional(TopicsSchema),
     filter: v.optional(v.nullable(JsonObjectSchema)),
-    config: v.optional(v.nullable(v.unknown())),
-    credentials: v.optional(v.nullable(v.unknown())),
+    config: v.optional(v.nullable(JsonValueSchema)),
+    credentials: v.optional(v.nullable(JsonValueSchema)),
     delivery_metadata: v.optional(v.nullable(v.record(v.string(), v.nullable(v.string('values must be strings or null'))))),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
   },
@@ -70,7 +98,9 @@ export type Destination = v.InferOutput<typeof DestinationSchema>
 export const ListDestinationsQuerySchema = v.strictObject(
   {
     type: v.optional(v.pipe(RepeatedStringSchema, v.array(DestinationTypeNameSchema))),
-    topics: v.optional(RepeatedStringSchema),
+    topics: v.optional(
+      v.pipe(RepeatedStringSchema, v.maxLength(topicLimits.perQuery, `must have at most ${topicLimits.perQuery} values`), v.array(TopicPatternSchema)),
+    ),
   },
   'unknown query parameter',
 )

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { isTopicPattern, matchesTopic, topicAllowed } from '../../src/delivery/topics.js'
+import fc from 'fast-check'
+import { isTopicPattern, matchSegments, matchesTopic, topicAllowed } from '../../src/delivery/topics.js'
 
 describe('matchesTopic', () => {
   const cases: [patterns: string[], topic: string, expected: boolean][] = [
@@ -60,5 +61,59 @@ describe('topicAllowed', () => {
   it('accepts "*" even with an empty allow-list', () => {
     expect(topicAllowed([], '*')).toBe(true)
     expect(topicAllowed([], 'order.created')).toBe(false)
+  })
+})
+
+describe('matchSegments', () => {
+  /** The rule of DESIGN §3 as a regular expression: `*` is one or more dot segments, anything else one literal segment. */
+  function reference(pattern: string, topic: string): boolean {
+    const segment = '[^.]*'
+    const parts = pattern.split('.').map((s) => (s === '*' ? `${segment}(?:\\.${segment})*` : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    return new RegExp(`^${parts.join('\\.')}$`).test(topic)
+  }
+  const pattern = fc.array(fc.constantFrom('*', 'a', 'b', ''), { minLength: 1, maxLength: 7 }).map((s) => s.join('.'))
+  const topic = fc.array(fc.constantFrom('a', 'b', ''), { minLength: 1, maxLength: 10 }).map((s) => s.join('.'))
+
+  it('agrees with the regular-expression reference on random patterns and topics', () => {
+    fc.assert(
+      fc.property(pattern, topic, (p, t) => {
+        expect(matchesTopic([p], t)).toBe(p === '*' || p === t || reference(p, t))
+        expect(matchSegments(p.split('.'), t.split('.'))).toBe(reference(p, t))
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  /** A step meter that fails the moment `limit` is passed, so a blow-up fails fast instead of hanging the worker. */
+  function budget(limit: number): { steps: number } {
+    let steps = 0
+    return {
+      get steps() {
+        return steps
+      },
+      set steps(value) {
+        if (value > limit) throw new Error(`over budget: more than ${limit} steps`)
+        steps = value
+      },
+    }
+  }
+
+  it('visits at most pattern × topic segments', () => {
+    fc.assert(
+      fc.property(pattern, topic, (p, t) => {
+        matchSegments(p.split('.'), t.split('.'), budget(p.split('.').length * t.split('.').length))
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it.each([
+    ['*.*.*.*.*.*.*.*.*.z', 44],
+    [[...Array(16).fill('*'), ...Array(15).fill('a'), 'z'].join('.'), 128],
+    [Array(32).fill('*').join('.'), 128],
+  ])('decides %s against a topic of %i segments within pattern × topic steps', (p, segments) => {
+    const meter = budget(p.split('.').length * segments)
+    expect(matchSegments(p.split('.'), Array(segments).fill('a'), meter)).toBe(!p.endsWith('z'))
+    expect(meter.steps).toBeGreaterThan(0)
   })
 })

@@ -134,6 +134,50 @@ for (const kind of engineKinds()) {
       expect(err.data).toHaveProperty([field])
     })
 
+    const stars = (n: number) => Array(n).fill('*').join('.')
+    const segments = (n: number) => Array(n).fill('order').join('.')
+    it.each([
+      ['a pattern with 17 "*" segments', [`order.${stars(17)}`], { 'topics.0': 'must have at most 16 "*" segments' }],
+      ['a topic with 33 segments', ['order.created', segments(33)], { 'topics.1': 'must have at most 32 dot segments' }],
+      ['101 topics', Array.from({ length: 101 }, (_, i) => `order.created.${i}`), { topics: 'must have at most 100 topics' }],
+    ])('rejects %s with 422 on create and update, writing nothing', async (_, topics, data) => {
+      const create = await rejects(() => outflow.createDestination(T, { type: 'webhook', topics, config: { url: 'https://e.com' } }), 422)
+      expect(create.data).toEqual(data)
+      const { id } = await outflow.createDestination(T, { type: 'webhook', topics: '*', config: { url: 'https://e.com/limits' } })
+      const update = await rejects(() => outflow.updateDestination(T, id, { topics }), 422)
+      expect(update.data).toEqual(data)
+      await outflow.deleteDestination(T, id)
+    })
+
+    describe('without a topic allow-list', () => {
+      let open: Outflow
+      beforeAll(async () => {
+        open = await kind.create()
+        await open.upsertTenant(T, {})
+      })
+
+      it('accepts 16 "*" segments, 32 segments and 100 topics', async () => {
+        const many = await open.createDestination(T, { type: 'webhook', topics: Array.from({ length: 100 }, (_, i) => `order.${stars(16)}.${i}`), config: { url: 'https://e.com/m' } })
+        expect(many.topics).toHaveLength(100)
+        const long = await open.createDestination(T, { type: 'webhook', topics: [`order.${stars(15)}.${segments(16)}`], config: { url: 'https://e.com/l' } })
+        expect(long.topics[0]!.split('.')).toHaveLength(32)
+        await open.deleteDestination(T, many.id)
+        await open.deleteDestination(T, long.id)
+      })
+
+      it('decides the review’s worst case (a 10-segment pattern, 44-segment topics) in publish and in the listing', async () => {
+        const d = await open.createDestination(T, { type: 'webhook', topics: ['*.*.*.*.*.*.*.*.*.z'], config: { url: 'https://e.com/w' } })
+        const topic = Array(44).fill('a').join('.')
+        expect((await open.publish({ tenant_id: T, topic, data: {} })).destination_ids).toEqual([])
+        expect((await open.publish({ tenant_id: T, topic: `${topic}.z`, data: {} })).destination_ids).toEqual([d.id])
+        expect(await open.listDestinations(T, { topics: Array(32).fill('a').join('.') })).toEqual([])
+        const tooLong = await rejection(open.listDestinations(T, { topics: topic }))
+        expect(tooLong).toMatchObject({ status: 400, data: { 'topics.0': 'must have at most 32 dot segments' } })
+        const tooMany = await rejection(open.listDestinations(T, { topics: Array.from({ length: 21 }, (_, i) => `t${i}`) }))
+        expect(tooMany).toMatchObject({ status: 400, data: { topics: 'must have at most 20 values' } })
+      })
+    })
+
     it('accepts topic patterns that match configured topics', async () => {
       const d = await outflow.createDestination(T, { type: 'webhook', topics: ['order.*'], config: { url: 'https://e.com/p' } })
       expect(d.topics).toEqual(['order.*'])

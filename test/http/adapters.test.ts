@@ -1,18 +1,20 @@
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { request } from 'undici'
+import { type MockInstance, afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { outflowRouter } from '../../adapters/express.js'
 import { outflowFastify } from '../../adapters/fastify.js'
 import { outflowApp, outflowFetch } from '../../adapters/hono.js'
 import { createOutflow } from '../../src/create-outflow.js'
+import type { Logger } from '../../src/logger.js'
 import { type Outflow } from '../../src/engine.js'
 import { OutflowError } from '../../src/errors.js'
 import { createHttpHandler } from '../../src/http/handler.js'
 import { sqlite } from '../../src/storage/sqlite.js'
-import { bareMount, honoPlainMount, type MountedApi } from './mounts.js'
+import { bareMount, honoPlainMount, mounts, type MountedApi } from './mounts.js'
 import { adminKey, jwtSecret } from './support.js'
 
 const admin = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }
@@ -163,5 +165,65 @@ describe('adapters', () => {
       expect(text.status).toBe(415)
       expect((await fetch(`${origin}/v1/outflow`, { headers: admin })).status).toBe(404)
     })
+  })
+})
+
+/** Send one raw request line and return what the server wrote before closing (Node closes CONNECT without an answer). */
+function rawRequest(baseUrl: string, method: string, path: string): Promise<string> {
+  const { port } = new URL(baseUrl)
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`))
+    let received = ''
+    socket.on('data', (chunk) => (received += chunk))
+    socket.on('close', () => resolve(received))
+    socket.on('error', reject)
+  })
+}
+
+describe.each([...mounts, honoPlainMount].map((m) => [m.name, m] as const))('methods the API does not serve, via %s', (_, mount) => {
+  const errors: unknown[] = []
+  const logger: Logger = { debug() {}, info() {}, warn() {}, error: (message, fields) => void errors.push({ message, fields }) }
+  let outflow: Outflow
+  let api: MountedApi
+  let consoleError: MockInstance<typeof console.error>
+  beforeAll(async () => {
+    consoleError = vi.spyOn(console, 'error')
+    outflow = await createOutflow({ storage: sqlite({ path: ':memory:' }), apiKey: adminKey, jwtSecret, logger })
+    api = await mount.start(outflow)
+  })
+  afterAll(async () => {
+    await api.close()
+    await outflow.close()
+    consoleError.mockRestore()
+  })
+
+  it.each([
+    ['TRACE', '/tenants', 'GET'],
+    ['TRACE', '/tenants/acme', 'GET, PUT, DELETE'],
+    ['PROPFIND', '/tenants/acme/destinations', 'GET, POST'],
+    ['M-SEARCH', '/publish', 'POST'],
+    ['PURGE', '/healthz', 'GET'],
+  ])('%s %s is a JSON 405 with Allow: %s', async (method, path, allow) => {
+    const res = await request(`${api.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${adminKey}` } })
+    expect(res.statusCode).toBe(405)
+    expect(res.headers['allow']).toBe(allow)
+    expect(res.headers['content-type']).toMatch(/^application\/json/)
+    expect(await res.body.json()).toEqual({ status: 405, message: `method ${method} not allowed on ${path}` })
+  })
+
+  it('TRACE with a body on a path the API does not know is a JSON 404', async () => {
+    const res = await request(`${api.baseUrl}/nope`, { method: 'TRACE', body: '{"a":1}', headers: { 'content-type': 'application/json' } })
+    expect(res.statusCode).toBe(404)
+    expect(await res.body.json()).toMatchObject({ status: 404, message: 'route not found: TRACE /nope' })
+  })
+
+  it.each(['CONNECT', 'TRACK', 'FOO'])('%s never reaches the API and gets no 5xx (Node refuses it before any mount)', async (method) => {
+    const answer = await rawRequest(api.baseUrl, method, '/api/v1/tenants')
+    expect(answer).not.toMatch(/^HTTP\/1\.1 5/)
+  })
+
+  it('logs nothing: no engine error, no console error', () => {
+    expect(errors).toEqual([])
+    expect(consoleError).not.toHaveBeenCalled()
   })
 })

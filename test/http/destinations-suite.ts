@@ -77,6 +77,21 @@ export function describeDestinations(ctx: SuiteContext): void {
       expect(unknown.body.data).toHaveProperty('topic')
     })
 
+    it('bounds topics: 422 naming the field on POST and PATCH, 400 naming the query parameter on GET', async () => {
+      const star17 = `order.${Array(17).fill('*').join('.')}`
+      const post = await ctx.api('POST', '/tenants/acme/destinations', { json: webhook({ topics: ['order.created', star17] }) })
+      expect(post.status).toBe(422)
+      expect(post.body.data).toEqual({ 'topics.1': 'must have at most 16 "*" segments' })
+      const many = await ctx.api('PATCH', `/tenants/acme/destinations/${ctx.destinations.acmeOk}`, { json: { topics: Array.from({ length: 101 }, (_, i) => `t.${i}`) } })
+      expect(many.status).toBe(422)
+      expect(many.body.data).toEqual({ topics: 'must have at most 100 topics' })
+      const long = await ctx.api('GET', `/tenants/acme/destinations?topics=${Array(44).fill('a').join('.')}`)
+      expect(long.status).toBe(400)
+      expect(long.body.data).toEqual({ 'topics.0': 'must have at most 32 dot segments' })
+      const query = Array.from({ length: 21 }, (_, i) => `topics=t.${i}`).join('&')
+      expect((await ctx.api('GET', `/tenants/acme/destinations?${query}`)).body.data).toEqual({ topics: 'must have at most 20 values' })
+    })
+
     it('GET /{destination_id} returns it; unknown is 404', async () => {
       const res = await ctx.api('GET', `/tenants/acme/destinations/${ctx.destinations.acmeOk}`)
       expect(res.status).toBe(200)

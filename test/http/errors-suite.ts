@@ -42,6 +42,38 @@ export function describeErrors(ctx: SuiteContext, mount: Mount): void {
       expect((await ctx.api('GET', '/tenants/acme/events/too-big')).status).toBe(404)
     })
 
+    describe('JSON nested too deep', () => {
+      /** Raw JSON text: `levels` arrays nested in one another (JSON.stringify itself overflows on such values). */
+      const arrays = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`
+      const json = { 'content-type': 'application/json' }
+      const cases: [method: string, path: () => string, body: (v: string) => string, field: string][] = [
+        ['PUT', () => '/tenants/acme', (v) => `{"metadata":{"v":${v}}}`, 'metadata'],
+        ['POST', () => '/tenants/acme/destinations', (v) => `{"type":"relay","topics":"*","config":{"v":${v}},"credentials":{"token":"relay-token"}}`, 'config'],
+        ['POST', () => '/tenants/acme/destinations', (v) => `{"type":"webhook","topics":"*","config":{"url":"https://e.com"},"filter":{"data":${v}}}`, 'filter'],
+        ['PATCH', () => `/tenants/acme/destinations/${ctx.destinations.acmeOk}`, (v) => `{"metadata":{"v":${v}}}`, 'metadata'],
+        ['POST', () => '/publish', (v) => `{"tenant_id":"acme","topic":"no.match","data":{"v":${v}}}`, 'data'],
+      ]
+
+      it.each(cases)('%s %s nested 5,000 levels deep is 422 naming the field, never a 500', async (method, path, body, field) => {
+        const res = await ctx.api(method, path(), { raw: body(arrays(5000)), headers: json })
+        expect(res.status).toBe(422)
+        expect(res.body).toEqual({ status: 422, message: 'validation error', data: { [field]: 'nested deeper than 32 levels' } })
+      })
+
+      it.each(cases)('%s %s: 32 levels in the field are accepted, 33 refused', async (method, path, body, field) => {
+        // The arrays sit one level inside the field.
+        expect((await ctx.api(method, path(), { raw: body(arrays(31)), headers: json })).status).toBeLessThan(300)
+        const res = await ctx.api(method, path(), { raw: body(arrays(32)), headers: json })
+        expect(res.status).toBe(422)
+        expect(res.body.data).toEqual({ [field]: 'nested deeper than 32 levels' })
+      })
+
+      it('answers 401, not 422, to a deep body without credentials', async () => {
+        const res = await ctx.api('POST', '/publish', { as: null, raw: `{"tenant_id":"acme","topic":"x","data":{"v":${arrays(5000)}}}`, headers: json })
+        expect(res.status).toBe(401)
+      })
+    })
+
     it('a body under the limit is accepted', async () => {
       const res = await ctx.api('POST', '/publish', { json: { tenant_id: 'acme', topic: 'no.match', data: { blob: 'x'.repeat(64 * 1024) } } })
       expect(res.status).toBe(202)

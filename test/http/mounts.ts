@@ -83,7 +83,7 @@ export const honoPlainMount: Mount = {
   servesUnprefixed: false,
   start: (outflow) => {
     const app = new Hono()
-    app.mount(apiPrefix, outflowFetch(outflow))
+    app.mount(apiPrefix, outflowFetch(outflow), { replaceRequest: false })
     return listen(createAdaptorServer({ fetch: app.fetch }) as http.Server)
   },
 }
