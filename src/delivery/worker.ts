@@ -195,7 +195,7 @@ export class DeliveryWorker {
       } catch (err) {
         result = attemptResultFromError(err)
       }
-      const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
+      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       this.#record(write)
       recorded = true
       this.#ctx.reporter.attempted(write.attempt)

@@ -84,7 +84,7 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
   const a = writes.map((w) => w.attempt)
   await db.execute(sql`
     insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
+      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
     select * from ${unnest(
       col(a.map((x) => x.id), 'text'),
       col(a.map((x) => x.tenant_id), 'text'),
@@ -101,6 +101,8 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
       col(a.map((x) => x.error_kind), 'text'),
       col(a.map((x) => (x.duration_ms === null ? null : String(x.duration_ms))), 'int'),
       col(a.map((x) => iso(x.delivered_at)), 'timestamptz'),
+      col(a.map((x) => x.topic), 'text'),
+      col(a.map((x) => x.destination_type), 'text'),
     )}`)
   const d = t.deliveries
   await db.execute(sql`

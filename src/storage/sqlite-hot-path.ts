@@ -21,8 +21,8 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const existingDestinations = client.prepare(`select destination_id from deliveries where tenant_id = ? and event_id = ?`).pluck()
   const insertAttempt = client.prepare(
     `insert into attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status, response_status_code,
-       response_body, response_headers, error, error_kind, duration_ms, delivered_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
   const updateDelivery = client.prepare(
     `update deliveries set status = ?, attempt_count = attempt_count + 1, manual = 0, next_attempt_at = ?, lease_owner = null,
@@ -58,6 +58,8 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
           a.error_kind,
           a.duration_ms,
           ms(a.delivered_at),
+          a.topic,
+          a.destination_type,
         )
         updateDelivery.run(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id)
       }

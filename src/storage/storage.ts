@@ -177,6 +177,9 @@ export interface AttemptRecord {
   error_kind: ErrorKind | null
   duration_ms: number | null
   delivered_at: Date
+  /** The event's topic and the destination's type at the time of the attempt (null only on rows older than these columns). */
+  topic: string | null
+  destination_type: string | null
 }
 
 export interface AttemptWrite {
