@@ -1,5 +1,6 @@
 import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
+import * as metrics from './sql-metrics.js'
 import * as queue from './sql-queue.js'
 import type { Storage } from './storage.js'
 
@@ -32,5 +33,7 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     listEvents: (q) => queue.listEvents(ctx, q),
     getEvent: (t, e, d) => queue.getEvent(ctx, t, e, d),
     listAttempts: (t, e) => queue.listAttempts(ctx, t, e),
+    eventMetrics: (q) => metrics.eventMetrics(ctx, q),
+    attemptMetrics: (q) => metrics.attemptMetrics(ctx, q),
   }
 }

@@ -1,6 +1,7 @@
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import type { JsonObject } from '../model/common.js'
+import type { AttemptDimension, EventDimension, Granularity } from '../model/metrics.js'
 import type { KeysetRequest } from '../model/pagination.js'
 
 /**
@@ -73,6 +74,16 @@ export interface Storage {
   getEvent(tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null>
   /** Every attempt of an event (all destinations), newest first. */
   listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
+
+  // --- metrics (operations issue) ---------------------------------------------------------------
+  /**
+   * Published events counted per time bucket (by event `time`) and dimension values, bucketed in SQL;
+   * up to `limit + 1` rows ordered by dimensions, then bucket. Per destination, an event counts once
+   * for each destination it matched.
+   */
+  eventMetrics(request: EventMetricsRequest): Promise<EventMetricsRow[]>
+  /** Attempts counted per time bucket (by `delivered_at`) and dimension values; like `eventMetrics`. */
+  attemptMetrics(request: AttemptMetricsRequest): Promise<AttemptMetricsRow[]>
 }
 
 export interface TenantRecord {
@@ -220,4 +231,56 @@ export interface EventRow {
   status: DeliveryStatus
   successful_at: Date | null
   last_attempt_at: Date | null
+}
+
+/** The time range and grouping of a metrics query. `filters` absent or empty match everything. */
+export interface MetricsWindow {
+  /** Inclusive. */
+  start: Date
+  /** Exclusive. */
+  end: Date
+  /** No granularity: one row per combination of dimension values. */
+  granularity?: Granularity
+  limit: number
+}
+
+export interface EventMetricsRequest extends MetricsWindow {
+  dimensions: EventDimension[]
+  filters: { tenant_id?: string[]; topic?: string[]; destination_id?: string[] }
+}
+
+export interface AttemptMetricsRequest extends MetricsWindow {
+  dimensions: AttemptDimension[]
+  filters: {
+    tenant_id?: string[]
+    destination_id?: string[]
+    destination_type?: string[]
+    topic?: string[]
+    status?: ('success' | 'failed')[]
+    code?: number[]
+    manual?: boolean
+    attempt_number?: number[]
+  }
+}
+
+/** One group: its bucket start (null without granularity) and its dimension values as strings. */
+export interface MetricsRow {
+  bucket: Date | null
+  dimensions: Record<string, string>
+}
+
+export interface EventMetricsRow extends MetricsRow {
+  count: number
+}
+
+export interface AttemptMetricsRow extends MetricsRow {
+  count: number
+  successful: number
+  failed: number
+  /** attempt_number 1 and not manual */
+  first_attempts: number
+  /** attempt_number > 1 */
+  retries: number
+  manual_retries: number
+  attempt_number_sum: number
 }
