@@ -7,18 +7,21 @@ import { DeliveryWorker } from './delivery/worker.js'
 import type { EngineContext } from './engine/context.js'
 import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
+import * as metrics from './engine/metrics.js'
 import { publishEvents } from './engine/publish.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
+import type { AttemptMetricsQuery, EventMetricsQuery, MetricsResponse } from './model/metrics.js'
 import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
 import type { Storage } from './storage/storage.js'
 
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
+export type { MetricsScope } from './engine/metrics.js'
 
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
 export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
@@ -190,6 +193,28 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     const result = await events.retryDelivery(this.#ctx, tenantId, destinationId, eventId)
     this.#worker.wake()
     return result
+  }
+
+  // --- metrics ---
+  /**
+   * Published events over time (Outpost's `GET /metrics/events`): `count` and `rate` per time bucket
+   * and dimension. `scope` limits the query to one tenant, as a tenant token is.
+   *
+   * @example
+   * await outflow.eventMetrics({ time: { start: '2026-03-02T00:00:00Z', end: '2026-03-03T00:00:00Z' }, granularity: '1h', measures: ['count'] })
+   */
+  eventMetrics(query: EventMetricsQuery, scope?: metrics.MetricsScope): Promise<MetricsResponse> {
+    return metrics.eventMetrics(this.#ctx, query, scope)
+  }
+  /**
+   * Delivery attempts over time (Outpost's `GET /metrics/attempts`): counts, error rate, retries and
+   * rates per time bucket and dimension.
+   *
+   * @example
+   * await outflow.attemptMetrics({ time: { start, end }, granularity: '1d', measures: ['count', 'error_rate'], dimensions: ['destination_id'] })
+   */
+  attemptMetrics(query: AttemptMetricsQuery, scope?: metrics.MetricsScope): Promise<MetricsResponse> {
+    return metrics.attemptMetrics(this.#ctx, query, scope)
   }
 
   /** Stop claiming, drain in-flight attempts (bounded), release leases, close connections. Idempotent. */

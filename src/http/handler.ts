@@ -45,11 +45,13 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
       if (request.method === 'OPTIONS') return optionsResponse(router.allowed(path), path)
       const { spec, params } = router.match(request.method, path)
       if (spec.deprecated) headers = { Deprecation: 'true' }
-      if (spec.access !== 'public') authorize(await authenticate(request.headers.get('authorization'), settings), spec.access, params)
+      const principal = spec.access === 'public' ? undefined : await authenticate(request.headers.get('authorization'), settings)
+      if (principal) authorize(principal, spec.access, params)
       validateParams(spec.params, params)
-      const query = validateQuery(spec.query, queryRecord(url.searchParams))
+      const query = validateQuery(spec.query, queryRecord(url.searchParams), spec.queryStyle)
       const body = spec.body ? await readJsonBody(request, outflow.options.maxBodyBytes) : undefined
-      const result = await spec.handle({ outflow, params, query, body, openapi })
+      const tenantScope = principal?.kind === 'tenant' ? principal.tenantId : undefined
+      const result = await spec.handle({ outflow, params, query, body, openapi, tenantScope })
       if (result instanceof Reply) return jsonResponse(result.status, result.body, headers)
       return jsonResponse(spec.responses[0].status, result, headers)
     } catch (error) {

@@ -87,16 +87,15 @@ function metricsQuery<M extends readonly string[], D extends readonly string[], 
 
 /** Query of `GET /metrics/events` and `outflow.eventMetrics()`. */
 export const EventMetricsQuerySchema = metricsQuery(eventMeasures, eventDimensions, {
-  tenant_id: idList(),
   topic: stringList(),
   destination_id: idList(),
+  tenant_id: idList(),
 })
 export type EventMetricsQuery = v.InferInput<typeof EventMetricsQuerySchema>
 export type ParsedEventMetricsQuery = v.InferOutput<typeof EventMetricsQuerySchema>
 
 /** Query of `GET /metrics/attempts` and `outflow.attemptMetrics()`. */
 export const AttemptMetricsQuerySchema = metricsQuery(attemptMeasures, attemptDimensions, {
-  tenant_id: idList(),
   destination_id: idList(),
   destination_type: v.optional(oneOrMany(v.picklist(destinationTypes, picklistMessage(destinationTypes)), picklistMessage(destinationTypes))),
   topic: stringList(),
@@ -104,13 +103,14 @@ export const AttemptMetricsQuerySchema = metricsQuery(attemptMeasures, attemptDi
   code: integerList('an HTTP status code'),
   manual: v.optional(v.picklist(['true', 'false'], 'must be "true" or "false"')),
   attempt_number: integerList('an attempt number'),
+  tenant_id: idList(),
 })
 export type AttemptMetricsQuery = v.InferInput<typeof AttemptMetricsQuerySchema>
 export type ParsedAttemptMetricsQuery = v.InferOutput<typeof AttemptMetricsQuerySchema>
 
 export const MetricsDataPointSchema = v.object({
   /** Start of the bucket (`2026-03-02T14:00:00Z`); absent without a granularity. */
-  time_bucket: v.optional(v.string()),
+  time_bucket: v.optional(v.pipe(v.string(), v.isoTimestamp())),
   /** The requested dimensions' values; `{}` without dimensions. */
   dimensions: v.record(v.string(), v.string()),
   /** The requested measures. */
