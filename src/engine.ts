@@ -9,6 +9,7 @@ import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
 import * as metrics from './engine/metrics.js'
 import { publishEvents } from './engine/publish.js'
+import { Pruner, type PruneResult } from './engine/pruner.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
@@ -22,6 +23,7 @@ import type { Storage } from './storage/storage.js'
 
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 export type { MetricsScope } from './engine/metrics.js'
+export type { PruneResult } from './engine/pruner.js'
 
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
 export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
@@ -36,6 +38,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
+  readonly #pruner: Pruner | undefined
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
@@ -62,6 +65,9 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     const { encryptionKey, now } = this.#ctx
     this.#worker = new DeliveryWorker({ storage, options, encryptionKey, now, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
+    const { retention } = options
+    if (retention)
+      this.#pruner = new Pruner(storage, { windowMs: retention.events, batchSize: retention.batchSize, intervalMs: retention.intervalMs, logger: options.logger, now })
   }
 
   /** Turns what delivery reports (storage records) into API shapes and host events. */
@@ -78,9 +84,10 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     }
   }
 
-  /** Start the delivery worker (createOutflow does this unless `delivery.worker` is false). */
+  /** Start the delivery worker (unless `delivery.worker` is false) and the pruner (with `retention`); createOutflow does this. */
   start(): void {
     if (this.options.delivery.worker) this.#worker.start()
+    this.#pruner?.start()
   }
 
   /** Apply pending storage migrations (createOutflow does this unless `migrate` is false). */
@@ -217,12 +224,28 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     return metrics.attemptMetrics(this.#ctx, query, scope)
   }
 
+  // --- retention ---
+  /**
+   * Run one pruning pass now: delete events older than `retention.events` with their deliveries and
+   * attempts, keeping any with a delivery still pending. The engine does this every `retention.intervalMs`;
+   * `locked: true` means another instance is pruning.
+   *
+   * @example
+   * const { events } = await outflow.prune()
+   */
+  prune(): Promise<PruneResult> {
+    if (!this.#pruner) return Promise.reject(new OutflowError('validation', 'retention is not configured: createOutflow({ retention: { events: "30d" } })'))
+    if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
+    return this.#pruner.prune()
+  }
+
   /** Stop claiming, drain in-flight attempts (bounded), release leases, close connections. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
+    await this.#pruner?.close()
     await this.#worker.close()
     await this.storage.close()
   }

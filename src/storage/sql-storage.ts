@@ -2,12 +2,14 @@ import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
 import * as metrics from './sql-metrics.js'
 import * as queue from './sql-queue.js'
+import * as retention from './sql-retention.js'
 import type { Storage } from './storage.js'
 
 /** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
-export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork'>): Storage {
+export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'lockPruner'>): Storage {
   return {
     onWork: lifecycle.onWork,
+    lockPruner: lifecycle.lockPruner,
     dialect: ctx.dialect,
     migrate: lifecycle.migrate,
     close: lifecycle.close,
@@ -35,5 +37,6 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     listAttempts: (t, e) => queue.listAttempts(ctx, t, e),
     eventMetrics: (q) => metrics.eventMetrics(ctx, q),
     attemptMetrics: (q) => metrics.attemptMetrics(ctx, q),
+    pruneEvents: (q) => retention.pruneEvents(ctx, q),
   }
 }

@@ -84,6 +84,19 @@ export interface Storage {
   eventMetrics(request: EventMetricsRequest): Promise<EventMetricsRow[]>
   /** Attempts counted per time bucket (by `delivered_at`) and dimension values; like `eventMetrics`. */
   attemptMetrics(request: AttemptMetricsRequest): Promise<AttemptMetricsRow[]>
+
+  // --- retention (operations issue) -----------------------------------------------------------
+  /**
+   * One short transaction: delete up to `limit` events with `time` before `before` (oldest first, from
+   * `from` on), with their deliveries and attempts. An event with a delivery still pending, or one
+   * another transaction holds, is kept.
+   */
+  pruneEvents(request: PruneRequest): Promise<PruneBatch>
+  /**
+   * Let only one instance prune at a time (Postgres: a session advisory lock). Resolves to a release
+   * function, or null when another instance holds the lock. Absent: this storage has one process.
+   */
+  lockPruner?(): Promise<(() => Promise<void>) | null>
 }
 
 export interface TenantRecord {
@@ -283,4 +296,24 @@ export interface AttemptMetricsRow extends MetricsRow {
   retries: number
   manual_retries: number
   attempt_number_sum: number
+}
+
+export interface PruneRequest {
+  /** Events whose `time` is before this are old. */
+  before: Date
+  /** Skip events before this time (where the previous batch of a pass stopped). */
+  from?: Date
+  limit: number
+}
+
+/** What one batch deleted, and where it stopped: `last` is the time of the newest event it examined. */
+export interface PruneBatch {
+  events: number
+  deliveries: number
+  attempts: number
+  /** Old events this batch found; fewer than the limit means nothing older is left to find. */
+  found: number
+  last: Date | null
+  /** The batch gave up on a lock another transaction held (Postgres); try again later. */
+  busy?: boolean
 }
