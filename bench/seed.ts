@@ -5,8 +5,8 @@
  * Postgres) in the shape of src/storage/schema/{sqlite,postgres}.ts, for a tenant and destination
  * that already exist (created through the engine). The engine must not be running meanwhile.
  *
- * Seeded row i: event `evt_seed<i, 9 digits>` at `startMs + i` (one per millisecond, so the listing
- * order is the order of i), delivery `dlv_seed<i>`, attempt `att_seed<i>`.
+ * Seeded row i: event `evt_seed<i, 9 digits>` at `startMs + i × stepMs` (one per millisecond by
+ * default, so the listing order is the order of i), delivery `dlv_seed<i>`, attempt `att_seed<i>`.
  */
 import type BetterSqlite3 from 'better-sqlite3'
 import type PostgresJs from 'postgres'
@@ -24,6 +24,8 @@ export interface SeedRequest {
   count: number
   /** Event time of row 0, ms since epoch. */
   startMs: number
+  /** Time between consecutive rows, ms (default 1): 2592 spreads 1,000,000 events over 30 days. */
+  stepMs?: number
   /** `delivered`: one successful attempt each (listed by the events API). `pending`: due now, never attempted. */
   state: 'delivered' | 'pending'
   onProgress?: (done: number) => void
@@ -32,8 +34,8 @@ export interface SeedRequest {
 const chunk = 100_000
 
 /** The listing position of seeded row i: [event time ms, event id, destination id]. */
-export function seededPosition(request: Pick<SeedRequest, 'startMs' | 'destinationId'>, i: number): [number, string, string] {
-  return [request.startMs + i, `evt_seed${String(i).padStart(9, '0')}`, request.destinationId]
+export function seededPosition(request: Pick<SeedRequest, 'startMs' | 'stepMs' | 'destinationId'>, i: number): [number, string, string] {
+  return [request.startMs + i * (request.stepMs ?? 1), `evt_seed${String(i).padStart(9, '0')}`, request.destinationId]
 }
 
 /**
@@ -60,27 +62,28 @@ async function seedSqlite(file: string, r: SeedRequest): Promise<void> {
     const statements = [
       db.prepare(`${series}
         INSERT INTO events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
-        SELECT @tenant, ${pad('evt_seed')}, @topic, @start + i, json_object('n', i, 'seeded', json('true')), '{}', 1, @start + i FROM s`),
+        SELECT @tenant, ${pad('evt_seed')}, @topic, @start + i * @step, json_object('n', i, 'seeded', json('true')), '{}', 1, @start + i * @step FROM s`),
       db.prepare(`${series}
         INSERT INTO deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual,
                                 next_attempt_at, lease_owner, lease_until, last_attempt_at, successful_at)
-        SELECT ${pad('dlv_seed')}, @tenant, ${pad('evt_seed')}, @destination, @topic, @start + i,
-               ${delivered ? `'success', 1, 0, NULL, NULL, NULL, @start + i + 5, @start + i + 5` : `'pending', 0, 0, @start + i, NULL, NULL, NULL, NULL`}
+        SELECT ${pad('dlv_seed')}, @tenant, ${pad('evt_seed')}, @destination, @topic, @start + i * @step,
+               ${delivered ? `'success', 1, 0, NULL, NULL, NULL, @start + i * @step + 5, @start + i * @step + 5` : `'pending', 0, 0, @start + i * @step, NULL, NULL, NULL, NULL`}
         FROM s`),
       ...(delivered
         ? [
             db.prepare(`${series}
               INSERT INTO attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-                                    response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
+                                    response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at,
+                                    topic, destination_type)
               SELECT ${pad('att_seed')}, @tenant, ${pad('evt_seed')}, @destination, ${pad('dlv_seed')}, 1, 0, 'success',
-                     200, 'ok', '{"content-type":"text/plain"}', NULL, NULL, 3, @start + i + 5
+                     200, 'ok', '{"content-type":"text/plain"}', NULL, NULL, 3, @start + i * @step + 5, @topic, 'webhook'
               FROM s`),
           ]
         : []),
     ]
     const insertChunk = db.transaction((from: number, to: number) => {
       for (const statement of statements)
-        statement.run({ from, to, tenant: r.tenantId, destination: r.destinationId, topic: r.topic, start: r.startMs })
+        statement.run({ from, to, tenant: r.tenantId, destination: r.destinationId, topic: r.topic, start: r.startMs, step: r.stepMs ?? 1 })
     })
     for (let from = 0; from < r.count; from += chunk) {
       const to = Math.min(r.count, from + chunk)
@@ -96,7 +99,7 @@ async function seedSqlite(file: string, r: SeedRequest): Promise<void> {
 async function seedPostgres(url: string, r: SeedRequest): Promise<void> {
   const { default: connect } = (await import('postgres')) as { default: typeof PostgresJs }
   const sql = connect(url, { max: 1, onnotice: () => {} })
-  const at = (offsetMs: string) => `timestamptz 'epoch' + (${r.startMs}::bigint + i ${offsetMs}) * interval '1 millisecond'`
+  const at = (offsetMs: string) => `timestamptz 'epoch' + (${r.startMs}::bigint + i::bigint * ${r.stepMs ?? 1} ${offsetMs}) * interval '1 millisecond'`
   const pad = (prefix: string) => `'${prefix}' || lpad(i::text, 9, '0')`
   const delivered = r.state === 'delivered'
   try {
@@ -120,11 +123,12 @@ async function seedPostgres(url: string, r: SeedRequest): Promise<void> {
         if (delivered)
           await tx.unsafe(
             `INSERT INTO attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-                                   response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
+                                   response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at,
+                                   topic, destination_type)
              SELECT ${pad('att_seed')}, $1, ${pad('evt_seed')}, $2, ${pad('dlv_seed')}, 1, false, 'success',
-                    200, 'ok', '{"content-type":"text/plain"}'::jsonb, NULL, NULL, 3, ${at('+ 5')}
+                    200, 'ok', '{"content-type":"text/plain"}'::jsonb, NULL, NULL, 3, ${at('+ 5')}, $3, 'webhook'
              ${series}`,
-            [r.tenantId, r.destinationId],
+            [r.tenantId, r.destinationId, r.topic],
           )
       })
       r.onProgress?.(to)

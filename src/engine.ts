@@ -12,6 +12,8 @@ import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
 import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
+import * as metrics from './engine/metrics.js'
+import { Pruner, type PruneResult } from './engine/pruner.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
@@ -19,6 +21,7 @@ import type { Destination, ListDestinationsQuery } from './model/destination.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
 import type { HealthReport } from './model/health.js'
 import type { OperatorEvent } from './model/operator-event.js'
+import type { AttemptMetricsQuery, EventMetricsQuery, MetricsResponse } from './model/metrics.js'
 import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
@@ -26,6 +29,8 @@ import type { Storage } from './storage/storage.js'
 import { Telemetry } from './telemetry.js'
 
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
+export type { MetricsScope } from './engine/metrics.js'
+export type { PruneResult } from './engine/pruner.js'
 
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
 export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
@@ -50,6 +55,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
   readonly #operatorSink: OperatorSink
+  readonly #pruner: Pruner | undefined
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
@@ -81,6 +87,9 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
+    const { retention } = options
+    if (retention)
+      this.#pruner = new Pruner(storage, { windowMs: retention.events, batchSize: retention.batchSize, intervalMs: retention.intervalMs, logger: options.logger, now })
   }
 
   /** Turns what delivery reports (storage records) into API shapes and host events. */
@@ -116,6 +125,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   async start(): Promise<void> {
     await ensureOperatorSink(this.#ctx)
     if (this.options.delivery.worker) this.#worker.start()
+    this.#pruner?.start()
     this.#stopObservingQueue ??= this.telemetry.observeQueue(async () => {
       const now = this.#ctx.now()
       const { due, oldest_due_at } = await this.storage.queueStats(now)
@@ -266,6 +276,43 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     return checkHealth(this.#ctx, { enabled: this.options.delivery.worker, running: this.#worker.running }, options)
   }
 
+  // --- metrics ---
+  /**
+   * Published events over time (Outpost's `GET /metrics/events`): `count` and `rate` per time bucket
+   * and dimension. `scope` limits the query to one tenant, as a tenant token is.
+   *
+   * @example
+   * await outflow.eventMetrics({ time: { start: '2026-03-02T00:00:00Z', end: '2026-03-03T00:00:00Z' }, granularity: '1h', measures: ['count'] })
+   */
+  eventMetrics(query: EventMetricsQuery, scope?: metrics.MetricsScope): Promise<MetricsResponse> {
+    return metrics.eventMetrics(this.#ctx, query, scope)
+  }
+  /**
+   * Delivery attempts over time (Outpost's `GET /metrics/attempts`): counts, error rate, retries and
+   * rates per time bucket and dimension.
+   *
+   * @example
+   * await outflow.attemptMetrics({ time: { start, end }, granularity: '1d', measures: ['count', 'error_rate'], dimensions: ['destination_id'] })
+   */
+  attemptMetrics(query: AttemptMetricsQuery, scope?: metrics.MetricsScope): Promise<MetricsResponse> {
+    return metrics.attemptMetrics(this.#ctx, query, scope)
+  }
+
+  // --- retention ---
+  /**
+   * Run one pruning pass now: delete events older than `retention.events` with their deliveries and
+   * attempts, keeping any with a delivery still pending. The engine does this every `retention.intervalMs`;
+   * `locked: true` means another instance is pruning.
+   *
+   * @example
+   * const { events } = await outflow.prune()
+   */
+  prune(): Promise<PruneResult> {
+    if (!this.#pruner) return Promise.reject(new OutflowError('validation', 'retention is not configured: createOutflow({ retention: { events: "30d" } })'))
+    if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
+    return this.#pruner.prune()
+  }
+
   /** Stop claiming, drain in-flight attempts (bounded), release leases, close connections. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return
@@ -273,6 +320,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     this.#stopObservingQueue?.()
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
+    await this.#pruner?.close()
     await this.#worker.close()
     // Operator events raised by the last results are committed too (delivered after a restart).
     await this.#writer.drain()

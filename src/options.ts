@@ -10,6 +10,16 @@ export type { Logger }
 
 const positiveInt = (name: string) => v.pipe(v.number(), v.integer(`${name} must be an integer`), v.minValue(1, `${name} must be at least 1`))
 
+const durationUnits = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 } as const
+
+/** A duration like `30d`, `12h`, `90m` or `2w`, as milliseconds. */
+const DurationSchema = (name: string) =>
+  v.pipe(
+    v.string(`${name} must be a duration like 30d, 12h, 90m or 2w`),
+    v.regex(/^[1-9]\d{0,5}[mhdw]$/, `${name} must be a duration like 30d, 12h, 90m or 2w`),
+    v.transform((text) => Number(text.slice(0, -1)) * durationUnits[text.at(-1) as keyof typeof durationUnits]),
+  )
+
 const OptionsSchema = v.object({
   apiKey: v.optional(v.pipe(v.string(), v.minLength(16, 'apiKey must be at least 16 characters'))),
   jwtSecret: v.optional(v.pipe(v.string(), v.minLength(16, 'jwtSecret must be at least 16 characters'))),
@@ -42,6 +52,13 @@ const OptionsSchema = v.object({
       propagateTraceContext: v.optional(v.boolean(), false),
     }),
     {},
+  ),
+  retention: v.optional(
+    v.object({
+      events: DurationSchema('retention.events'),
+      batchSize: v.optional(v.pipe(positiveInt('retention.batchSize'), v.maxValue(10_000, 'retention.batchSize must be at most 10000')), 500),
+      intervalMs: v.optional(positiveInt('retention.intervalMs'), 60_000),
+    }),
   ),
   alerts: v.optional(
     v.object({

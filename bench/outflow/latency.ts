@@ -2,28 +2,45 @@
  * Publish-to-receive latency at a steady rate: single `publish()` calls fired on an open-loop
  * schedule (`latencyRate` per second), each carrying its due time `t` in its data; the sink
  * records receive - t. One webhook destination, default engine settings besides concurrency.
+ *
+ * As `latency-prune`, the same measurement runs while the engine's pruner works through
+ * `pruneEvents` old delivered events (`retention: { events: '30d' }`, default batches): the pass
+ * starts with the engine and must still be running when the last event is published.
  */
+import { wallNow } from '../support/clock.js'
 import { runPool } from '../support/load.js'
 import { deliveryTimeoutMs, measureLatency } from '../support/measure.js'
-import { addWebhook, closeOutflow, openOutflow, tenantId, topic } from '../support/outflow.js'
+import { addWebhook, benchRetention, closeOutflow, openOutflow, seedOldEvents, tenantId, topic } from '../support/outflow.js'
 import { log, runScenario } from '../support/scenario.js'
 import { startSink } from '../support/sink-client.js'
 
 runScenario(async (ctx) => {
   const { sizes } = ctx
+  const pruning = ctx.name === 'latency-prune'
   const sink = await startSink()
-  const outflow = await openOutflow(ctx)
+  let outflow = await openOutflow(ctx)
   try {
     await addWebhook(outflow, sink.url)
+    let pass: { done?: number; pruned?: number } = {}
+    if (pruning) {
+      const destinationId = (await outflow.listDestinations(tenantId))[0]!.id
+      await closeOutflow(outflow)
+      await seedOldEvents(ctx, destinationId, sizes.pruneEvents)
+      outflow = await openOutflow(ctx, {}, { retention: benchRetention })
+      // The pass began with the engine; prune() joins it.
+      void outflow.prune().then((r) => (pass = { done: wallNow(), pruned: r.events }))
+    }
     const warmup = Math.min(500, sizes.latencyEvents / 5)
     await runPool(warmup, 10, (i) => outflow.publish({ tenant_id: tenantId, topic, data: { n: -1 - i } }))
     await sink.expect(warmup, deliveryTimeoutMs(warmup))
+    const measured = wallNow()
     const latency = await measureLatency(sink, {
       rate: sizes.latencyRate,
       count: sizes.latencyEvents,
       drainMs: sizes.latencyDrainMs,
       fire: (i, t) => outflow.publish({ tenant_id: tenantId, topic, data: { n: i, t } }),
     })
+    const lastPublish = measured + ((sizes.latencyEvents / sizes.latencyRate) * 1000)
     log(ctx, `p50 ${latency.p50.toFixed(2)} ms, p99 ${latency.p99.toFixed(2)} ms, max ${latency.max.toFixed(1)} ms, lost ${latency.lost}`)
     const notes = [
       ...(Math.min(latency.publishedPerSec, latency.deliveredPerSec) < 0.95 * sizes.latencyRate
@@ -32,8 +49,11 @@ runScenario(async (ctx) => {
           ]
         : []),
       ...(latency.lost ? [`${latency.lost} of ${sizes.latencyEvents} events not received within ${sizes.latencyDrainMs / 1000} s of the last publish (excluded from p50/p99)`] : []),
+      ...(pruning && pass.done !== undefined && pass.done < lastPublish
+        ? [`the pruning pass ended ${((lastPublish - pass.done) / 1000).toFixed(1)} s before the last publish (it pruned ${pass.pruned} events): part of the run had no pruning`]
+        : []),
     ]
-    return { values: { p50: latency.p50, p99: latency.p99, max: latency.max, lost: latency.lost, publishedPerSec: latency.publishedPerSec, deliveredPerSec: latency.deliveredPerSec, duplicates: latency.duplicates }, notes }
+    return { values: { p50: latency.p50, p99: latency.p99, max: latency.max, lost: latency.lost, publishedPerSec: latency.publishedPerSec, deliveredPerSec: latency.deliveredPerSec, duplicates: latency.duplicates, pruneRunning: pruning ? Number(pass.done === undefined || pass.done >= lastPublish) : Number.NaN }, notes }
   } finally {
     await closeOutflow(outflow)
     await sink.close()

@@ -4,8 +4,9 @@ import { type Outflow } from '../../src/engine.js'
 import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
-import { withTimeout } from './clock.js'
-import type { ScenarioContext } from './scenario.js'
+import { seed } from '../seed.js'
+import { wallNow, withTimeout } from './clock.js'
+import { log, type ScenarioContext } from './scenario.js'
 
 /** Admin bearer key of the benchmark engines (the HTTP rows send it). */
 export const apiKey = 'outflow-bench-admin-key'
@@ -32,7 +33,11 @@ export function storageOf(ctx: ScenarioContext): OutflowOptions['storage'] {
  * @example
  * const outflow = await openOutflow(ctx); const destination = await addWebhook(outflow, sink.url)
  */
-export function openOutflow(ctx: ScenarioContext, delivery: NonNullable<OutflowOptions['delivery']> = {}): Promise<Outflow> {
+export function openOutflow(
+  ctx: ScenarioContext,
+  delivery: NonNullable<OutflowOptions['delivery']> = {},
+  options: Pick<OutflowOptions, 'retention'> = {},
+): Promise<Outflow> {
   const c = ctx.sizes.concurrency
   return createOutflow({
     storage: storageOf(ctx),
@@ -41,7 +46,24 @@ export function openOutflow(ctx: ScenarioContext, delivery: NonNullable<OutflowO
     encryptionKey: 'outflow-bench-encryption-key',
     allowPrivateNetworks: true,
     delivery: { concurrency: c, perDestinationConcurrency: c, ...delivery },
+    ...options,
   })
+}
+
+/** The retention of the pruning rows: events older than 30 days go. */
+export const benchRetention = { events: '30d' }
+
+/**
+ * `count` delivered events (each with its delivery and attempt) 40 days old, for the pruning rows:
+ * the engine is closed meanwhile, and reopened by the caller with `benchRetention`.
+ */
+export async function seedOldEvents(ctx: ScenarioContext, destinationId: string, count: number): Promise<void> {
+  const started = wallNow()
+  await seed(
+    { dialect: ctx.db!, location: ctx.db === 'sqlite' ? sqlitePath(ctx) : ctx.pgUrl! },
+    { tenantId, destinationId, topic, count, startMs: Date.now() - 40 * 86_400_000, state: 'delivered' },
+  )
+  log(ctx, `seeded ${count} old delivered events in ${((wallNow() - started) / 1000).toFixed(1)} s`)
 }
 
 /** Tenant `t1` with one webhook destination for every topic. */

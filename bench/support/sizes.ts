@@ -20,6 +20,12 @@ export interface Sizes {
   /** Stored events behind the listing rows, and requests timed per page. */
   storedEvents: number
   listRequests: number
+  /** Stored events behind the metrics rows, spread evenly over `metricsDays`, and requests timed per route. */
+  metricsEvents: number
+  metricsDays: number
+  metricsRequests: number
+  /** Old delivered events the pruning rows start with (each with its delivery and attempt). */
+  pruneEvents: number
   /** Pending deliveries of the RSS row, and how long the engine is sampled with them. */
   backlog: number
   backlogSampleMs: number
@@ -51,6 +57,10 @@ export function sizesFor(quick: boolean): Sizes {
       latencyDrainMs: 10_000,
       storedEvents: 50_000,
       listRequests: 200,
+      metricsEvents: 50_000,
+      metricsDays: 30,
+      metricsRequests: 100,
+      pruneEvents: 50_000,
       backlog: 20_000,
       backlogSampleMs: 3_000,
       idleSampleMs: 1_500,
@@ -67,6 +77,10 @@ export function sizesFor(quick: boolean): Sizes {
     latencyDrainMs: 30_000,
     storedEvents: 1_000_000,
     listRequests: 1_000,
+    metricsEvents: 1_000_000,
+    metricsDays: 30,
+    metricsRequests: 500,
+    pruneEvents: 1_000_000,
     backlog: 200_000,
     backlogSampleMs: 15_000,
     idleSampleMs: 5_000,

@@ -150,6 +150,54 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     })
   }
 
+  const inDay = value(outcomes, 'metrics:sqlite', 'inDay') ?? value(outcomes, 'metrics:postgres', 'inDay')
+  for (const [prefix, route] of [
+    ['events', 'GET /metrics/events?granularity=1h&measures[]=count (all tenants)'],
+    ['attempts', 'GET /metrics/attempts?granularity=1h&measures[]=count&measures[]=error_rate (one tenant)'],
+  ] as const) {
+    rows.push({
+      metric: `${route}, one day, p50 / p99 via Hono, ${int.format(sizes.metricsEvents)} stored events over ${sizes.metricsDays} days${inDay ? ` (${int.format(inDay)} in the day)` : ''}`,
+      sqlite: pairOf(outcomes, 'metrics:sqlite', `${prefix}P50`, `${prefix}P99`),
+      postgres: pairOf(outcomes, 'metrics:postgres', `${prefix}P50`, `${prefix}P99`),
+      anchor: '—',
+      ratio: '—',
+      target: 'p99 < 100 ms',
+      met: perDb((db) => {
+        const p99 = value(outcomes, `metrics:${db}`, `${prefix}P99`)
+        return p99 === undefined ? undefined : mark(p99 < 100)
+      }),
+    })
+  }
+
+  const pruned = (db: Db) => value(outcomes, `prune:${db}`, 'eventsPerSec')
+  const many = (db: Db) => value(outcomes, `publish:${db}`, 'manyPerSec')
+  rows.push({
+    metric: `pruning: old events deleted/s, each with its delivery and attempt (rows/s ×3), ${int.format(sizes.pruneEvents)} events past a 30-day retention, default batches`,
+    sqlite: cellOf(outcomes, 'prune:sqlite', 'eventsPerSec', perSec),
+    postgres: cellOf(outcomes, 'prune:postgres', 'eventsPerSec', perSec),
+    anchor: `publishMany() ×${sizes.batch} (row above): ${perDb((db) => (many(db) === undefined ? missing(outcomes, `publish:${db}`) : perSec(many(db)!)))}`,
+    ratio: perDb((db) => (pruned(db) && many(db) ? `${(pruned(db)! / many(db)!).toFixed(2)}×` : undefined)),
+    target: '≥ 1×',
+    met: perDb((db) => (pruned(db) && many(db) ? mark(pruned(db)! >= many(db)!) : undefined)),
+  })
+
+  rows.push({
+    metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events) while pruning ${int.format(sizes.pruneEvents)} old events`,
+    sqlite: pairOf(outcomes, 'latency-prune:sqlite', 'p50', 'p99'),
+    postgres: pairOf(outcomes, 'latency-prune:postgres', 'p50', 'p99'),
+    anchor: `without pruning (row above): ${perDb((db) => {
+      const p = pairOf(outcomes, `latency:${db}`, 'p50', 'p99')
+      return p.endsWith('ms') ? p : undefined
+    })}`,
+    ratio: '—',
+    target: 'p99 < 20 ms',
+    met: perDb((db) => {
+      const p99 = value(outcomes, `latency-prune:${db}`, 'p99')
+      const lost = value(outcomes, `latency-prune:${db}`, 'lost') ?? 0
+      return p99 === undefined ? undefined : mark(p99 < 20 && lost === 0)
+    }),
+  })
+
   rows.push({
     metric: `peak RSS of the engine process, ${int.format(sizes.backlog)} pending deliveries, slow sink`,
     sqlite: cellOf(outcomes, 'backlog:sqlite', 'peakRss', mib),

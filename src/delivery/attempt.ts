@@ -38,7 +38,14 @@ export function deliveryMessage(d: ClaimedDelivery, destination: DestinationReco
  * The attempt row and the delivery's next state. A failure is retried per the schedule (never sooner
  * than a Retry-After), unless the event is not eligible for retry or the receiver is gone (410).
  */
-export function attemptWrite(d: ClaimedDelivery, result: AttemptResult, at: Date, durationMs: number, retry: RetryOptions): AttemptWrite {
+export function attemptWrite(
+  d: ClaimedDelivery,
+  destinationType: string,
+  result: AttemptResult,
+  at: Date,
+  durationMs: number,
+  retry: RetryOptions,
+): AttemptWrite {
   const attemptNumber = d.attempt_count + 1
   let nextAttemptAt: Date | null = null
   if (!result.ok && d.event.eligible_for_retry && !result.disable) {
@@ -62,6 +69,8 @@ export function attemptWrite(d: ClaimedDelivery, result: AttemptResult, at: Date
       error_kind: result.ok ? null : (result.error_kind ?? 'unknown'),
       duration_ms: Math.round(durationMs),
       delivered_at: at,
+      topic: d.event.topic,
+      destination_type: destinationType,
     },
     delivery: {
       id: d.id,

@@ -269,7 +269,7 @@ export class DeliveryWorker {
       } catch (err) {
         result = attemptResultFromError(err)
       }
-      const write = attemptWrite(d, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
+      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }
       this.#record(entry)
       recorded = true

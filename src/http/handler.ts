@@ -55,12 +55,14 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
       const { spec, params } = router.match(request.method, path)
       served.route = spec.path
       if (spec.deprecated) headers = { Deprecation: 'true' }
-      const check = async (access: Access) => authorize(await authenticate(request.headers.get('authorization'), settings), access, params)
-      if (spec.access !== 'public') await check(spec.access)
+      const principal = spec.access === 'public' ? undefined : await authenticate(request.headers.get('authorization'), settings)
+      if (principal) authorize(principal, spec.access, params)
+      const check = async (access: Access) => authorize(principal ?? (await authenticate(request.headers.get('authorization'), settings)), access, params)
       validateParams(spec.params, params)
-      const query = validateQuery(spec.query, queryRecord(url.searchParams))
+      const query = validateQuery(spec.query, queryRecord(url.searchParams), spec.queryStyle)
       const body = spec.body ? await readJsonBody(request, outflow.options.maxBodyBytes) : undefined
-      const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check })
+      const tenantScope = principal?.kind === 'tenant' ? principal.tenantId : undefined
+      const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check, tenantScope })
       if (result instanceof Reply) return jsonResponse(result.status, result.body, headers)
       return jsonResponse(spec.responses[0].status, result, headers)
     } catch (error) {

@@ -5,6 +5,7 @@ import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } f
 import { DestinationTypeInfoSchema, FieldSpecSchema } from '../model/destination-type.js'
 import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
 import { HealthReportSchema } from '../model/health.js'
+import { MetricsDataPointSchema, MetricsMetadataSchema, MetricsResponseSchema } from '../model/metrics.js'
 import { PaginationSchema } from '../model/pagination.js'
 import { TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import type { RouteSpec } from './routes.js'
@@ -37,6 +38,9 @@ const namedSchemas = {
   DeliveryAttempt: DeliveryAttemptSchema,
   Publish: PublishSchema,
   PublishResult: PublishResultSchema,
+  MetricsResponse: MetricsResponseSchema,
+  MetricsDataPoint: MetricsDataPointSchema,
+  MetricsMetadata: MetricsMetadataSchema,
   PortalRedirect: PortalRedirectSchema,
   TenantToken: TenantTokenSchema,
   Success: SuccessSchema,
@@ -45,12 +49,18 @@ const namedSchemas = {
   Error: ErrorBodySchema,
 } satisfies Record<string, Schema>
 
-type Node = { type?: string; kind?: string; pipe?: Node[]; options?: Node[]; wrapped?: Node }
+type Node = { type?: string; kind?: string; pipe?: Node[]; options?: Node[]; wrapped?: Node; item?: Node; entries?: Record<string, Node> }
 
 /** `queryInt`'s union of a number and a digits string: on the wire it is just the bounded integer. */
 function isQueryInteger(schema: Node): boolean {
   const types = schema.type === 'union' ? (schema.options ?? []).map((o) => o.type) : []
   return types.length === 2 && types.includes('number') && types.includes('string')
+}
+
+/** `union([x, array(x)])`: a value given once or as a list (the metrics API's `measures`, `filters[…]`). */
+function oneOrManyItem(schema: Node): Node | undefined {
+  const [one, many] = schema.type === 'union' ? (schema.options ?? []) : []
+  return schema.options?.length === 2 && many?.type === 'array' && many.item === one ? one : undefined
 }
 
 /**
@@ -60,6 +70,11 @@ function isQueryInteger(schema: Node): boolean {
 function overrideSchema({ valibotSchema }: { valibotSchema: unknown }): JsonSchema | undefined {
   if (valibotSchema === DateTimeSchema) return { type: 'string', format: 'date-time' }
   if (valibotSchema === RepeatedStringSchema.pipe[0]) return { type: 'array', items: { type: 'string' } }
+  const item = oneOrManyItem(valibotSchema as Node)
+  if (item) {
+    const one = convert(item as unknown as Schema)
+    return { oneOf: [one, { type: 'array', items: one }] }
+  }
   // The integer and bound actions that follow in the pipe supply the type.
   if (isQueryInteger(valibotSchema as Node)) return {}
   return undefined
@@ -92,8 +107,26 @@ function queryParameterSchema(schema: Schema): JsonSchema {
   return convert(schema)
 }
 
-function queryParameters(query: Schema): JsonObject[] {
-  const entries = (query as unknown as { entries?: Record<string, Schema & { type: string }> }).entries ?? {}
+type Entries = Record<string, Schema & { type: string }>
+const entriesOf = (schema: Schema) => (schema as unknown as { entries?: Entries }).entries ?? {}
+
+/**
+ * deepObject queries, documented as Outpost documents them: a required object is one `deepObject`
+ * parameter (`time` for `time[start]`, `time[end]`); an optional one is a parameter per field
+ * (`filters[topic]`, `filters[status]`, …).
+ */
+function deepObjectParameters(name: string, schema: Schema & { type: string }): JsonObject[] {
+  const inner = (schema.type === 'optional' ? (schema as unknown as Node).wrapped : schema) as unknown as Node
+  const object = inner.type === 'object' || inner.type === 'strict_object' ? inner : inner.pipe?.[0]
+  if (object?.entries && schema.type !== 'optional') return [{ name, in: 'query', required: true, style: 'deepObject', explode: true, schema: convert(schema) }]
+  if (object?.entries)
+    return Object.entries(object.entries as unknown as Entries).map(([key, field]) => ({ name: `${name}[${key}]`, in: 'query', required: false, schema: convert(field) }))
+  return [{ name, in: 'query', required: schema.type !== 'optional', schema: convert(schema) }]
+}
+
+function queryParameters(route: RouteSpec): JsonObject[] {
+  const entries = entriesOf(route.query)
+  if (route.queryStyle === 'deepObject') return Object.entries(entries).flatMap(([name, schema]) => deepObjectParameters(name, schema))
   return Object.entries(entries).map(([name, schema]) => {
     const json = queryParameterSchema(schema)
     const parameter: JsonObject = { name, in: 'query', required: schema.type !== 'optional', schema: json }
@@ -131,7 +164,7 @@ function operation(route: RouteSpec): JsonObject {
     security: security[route.access],
     parameters: [
       ...Object.entries(route.params).map(([name, schema]) => ({ name, in: 'path', required: true, schema: convert(schema) })),
-      ...queryParameters(route.query),
+      ...queryParameters(route),
     ],
     responses: { ...responses, ...errorResponses(route) },
   }

@@ -11,10 +11,11 @@ import {
   PublishResultSchema,
   PublishSchema,
 } from '../model/event.js'
+import { AttemptMetricsQuerySchema, EventMetricsQuerySchema, MetricsResponseSchema, type AttemptMetricsQuery, type EventMetricsQuery } from '../model/metrics.js'
 import { ListTenantsQuerySchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
 import { HealthQuerySchema, HealthReportSchema } from '../model/health.js'
-import type { QueryRecord } from './query.js'
+import { nestQuery, type QueryRecord } from './query.js'
 import {
   EventPageSchema,
   HealthSchema,
@@ -47,6 +48,8 @@ export interface RouteContext {
   openapi: () => unknown
   /** Hold the caller to a stricter rule than the route's own (e.g. health details need the admin key): 401/403. */
   authorize: (access: Access) => Promise<void>
+  /** The tenant a tenant token limits the caller to; undefined for the admin key and public routes. */
+  tenantScope?: string
 }
 
 /** A handler's answer when its status is not the route's first documented one. */
@@ -63,12 +66,14 @@ export interface RouteSpec {
   path: string
   operationId: string
   summary: string
-  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Events' | 'Service'
+  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Events' | 'Metrics' | 'Service'
   access: Access
   /** Validates every path parameter; a bad value is a 400 naming it. */
   params: Record<string, Schema>
   /** Validates the query (a strict object: unknown parameters are a 400). */
   query: Schema
+  /** `deepObject`: bracketed names (`time[start]`, `measures[0]`) are nested before validation, as Outpost reads them. */
+  queryStyle?: 'form' | 'deepObject'
   /** JSON request body; the engine validates it (422). */
   body?: { schema: Schema; required: boolean }
   /** Documented successes, the first one being the default status. */
@@ -244,6 +249,20 @@ export const routes: RouteSpec[] = [
     responses: [{ status: 202, description: 'Retry enqueued', schema: SuccessSchema }],
     errors: [{ status: 409, description: 'The destination is disabled' }],
     handle: ({ outflow, params }) => outflow.retryDelivery(params.tenant_id!, params.destination_id!, params.event_id!),
+  },
+  {
+    method: 'GET', path: '/metrics/events', operationId: 'getEventMetrics', summary: 'Get Event Metrics', tag: 'Metrics', access: 'token',
+    params: {}, query: EventMetricsQuerySchema, queryStyle: 'deepObject',
+    responses: [{ status: 200, description: 'Aggregated event metrics', schema: MetricsResponseSchema }],
+    errors: [{ status: 403, description: 'A tenant token used the admin-only tenant_id dimension, or filters[tenant_id] naming another tenant' }],
+    handle: ({ outflow, query, tenantScope }) => outflow.eventMetrics(nestQuery(query) as EventMetricsQuery, tenantScope ? { tenantId: tenantScope } : undefined),
+  },
+  {
+    method: 'GET', path: '/metrics/attempts', operationId: 'getAttemptMetrics', summary: 'Get Attempt Metrics', tag: 'Metrics', access: 'token',
+    params: {}, query: AttemptMetricsQuerySchema, queryStyle: 'deepObject',
+    responses: [{ status: 200, description: 'Aggregated attempt metrics', schema: MetricsResponseSchema }],
+    errors: [{ status: 403, description: 'A tenant token used the admin-only tenant_id dimension, or filters[tenant_id] naming another tenant' }],
+    handle: ({ outflow, query, tenantScope }) => outflow.attemptMetrics(nestQuery(query) as AttemptMetricsQuery, tenantScope ? { tenantId: tenantScope } : undefined),
   },
   {
     method: 'GET', path: '/healthz', operationId: 'health', summary: 'Health check', tag: 'Service', access: 'public',

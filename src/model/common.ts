@@ -91,17 +91,21 @@ export const RepeatedStringSchema = v.pipe(
   v.transform((x) => (Array.isArray(x) ? x : [x])),
 )
 
-/** Dotted path of a valibot issue, e.g. `config.url` or `topics.1`. */
-function issuePath(issue: v.BaseIssue<unknown>, prefix: string): string {
-  const keys = (issue.path ?? []).map((p) => String(p.key))
-  return [prefix, ...keys].filter(Boolean).join('.') || '(body)'
+/**
+ * Path of a valibot issue: dotted for bodies (`config.url`, `topics.1`), or in the bracket notation
+ * of deepObject query parameters (`time[start]`, `filters[topic][1]`).
+ */
+function issuePath(issue: v.BaseIssue<unknown>, prefix: string, brackets: boolean): string {
+  const keys = [prefix, ...(issue.path ?? []).map((p) => String(p.key))].filter(Boolean)
+  if (brackets) return keys.length === 0 ? '(query)' : keys[0]! + keys.slice(1).map((k) => `[${k}]`).join('')
+  return keys.join('.') || '(body)'
 }
 
 /** Turn valibot issues into the `data` map of an error body (first message per field). */
-export function issuesToData(issues: readonly v.BaseIssue<unknown>[], prefix = ''): ErrorData {
+export function issuesToData(issues: readonly v.BaseIssue<unknown>[], prefix = '', brackets = false): ErrorData {
   const data: ErrorData = {}
   for (const issue of issues) {
-    const path = issuePath(issue, prefix)
+    const path = issuePath(issue, prefix, brackets)
     let message = issue.message
     // valibot puts an unexpected key at the end of the path already; say what is wrong with it.
     if (issue.type === 'strict_object' && issue.input !== undefined) message = 'unexpected field'
@@ -120,10 +124,10 @@ export function issuesToData(issues: readonly v.BaseIssue<unknown>[], prefix = '
 export function parseInput<S extends v.GenericSchema>(
   schema: S,
   input: unknown,
-  { code = 'validation', prefix = '' }: { code?: 'validation' | 'bad_request'; prefix?: string } = {},
+  { code = 'validation', prefix = '', brackets = false }: { code?: 'validation' | 'bad_request'; prefix?: string; brackets?: boolean } = {},
 ): v.InferOutput<S> {
   const result = v.safeParse(schema, input)
   if (result.success) return result.output
-  const data = issuesToData(result.issues, prefix)
+  const data = issuesToData(result.issues, prefix, brackets)
   throw new OutflowError(code, code === 'validation' ? 'validation error' : 'invalid query parameter', { data })
 }

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import type { Db, HotPath, Tables } from './sql-context.js'
-import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries } from './storage.js'
+import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
  * Postgres: the per-delivery writes as one statement per table, each column sent as one text-array
@@ -12,6 +12,7 @@ export function postgresHotPath(tables: Tables): HotPath {
     singleStatementInsert: true,
     insertEvents: (db, items) => insertEvents(db, tables, items),
     writeAttempts: (db, writes) => writeAttempts(db, tables, writes),
+    pruneEvents: (db, request) => pruneEvents(db, tables, request),
   }
 }
 
@@ -142,7 +143,7 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
       returning ${d.id}
     )
     insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
+      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
     select * from ${unnest(
       col(a.map((x) => x.id), 'text'),
       col(a.map((x) => x.tenant_id), 'text'),
@@ -159,7 +160,48 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
       col(a.map((x) => x.error_kind), 'text'),
       col(a.map((x) => (x.duration_ms === null ? null : String(x.duration_ms))), 'int'),
       col(a.map((x) => iso(x.delivered_at)), 'timestamptz'),
+      col(a.map((x) => x.topic), 'text'),
+      col(a.map((x) => x.destination_type), 'text'),
     )} as a(id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at)
+      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
     where a.delivery_id in (select id from updated)`)
+}
+
+/**
+ * Two statements. The first lists the oldest old events without a pending delivery and locks their
+ * deliveries, skipping rows another transaction holds; a delivery made pending since the statement's
+ * snapshot (a manual retry) fails the lock's re-check of `status` and is not locked either. The second
+ * deletes the events whose every delivery is locked here, with those deliveries and their attempts.
+ */
+async function pruneEvents(db: Db, t: Tables, q: PruneRequest): Promise<PruneBatch> {
+  // A batch touches `limit` rows: always index lookups. Misjudging the size of the CTEs, the planner
+  // would otherwise hash whole tables for each batch.
+  await db.execute(sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true)`)
+  const found = (await db.execute(sql`
+    with found as (
+      select e.tenant_id, e.id, e.time from ${t.events} e
+      where e.time < ${iso(q.before)}::timestamptz and e.time >= ${iso(q.from) ?? '-infinity'}::timestamptz
+        and not exists (select 1 from ${t.deliveries} d where d.tenant_id = e.tenant_id and d.event_id = e.id and d.status = 'pending')
+      order by e.time limit ${q.limit}
+    ), locked as (
+      select d.id from ${t.deliveries} d join found f on d.tenant_id = f.tenant_id and d.event_id = f.id
+      where d.status <> 'pending' for update of d skip locked
+    )
+    select f.tenant_id, f.id, (extract(epoch from f.time) * 1000)::float8 as time,
+      exists (select 1 from ${t.deliveries} d where d.tenant_id = f.tenant_id and d.event_id = f.id and d.id not in (select id from locked)) as held
+    from found f`)) as unknown as { tenant_id: string; id: string; time: number; held: boolean }[]
+  const last = found.length ? new Date(Math.max(...found.map((r) => r.time))) : null
+  const gone = found.filter((r) => !r.held)
+  if (gone.length === 0) return { events: 0, deliveries: 0, attempts: 0, found: found.length, last }
+  const [row] = (await db.execute(sql`
+    with gone as (select * from ${unnest(col(gone.map((r) => r.tenant_id), 'text'), col(gone.map((r) => r.id), 'text'))} as g(tenant_id, id)),
+    attempts as (delete from ${t.attempts} a using gone g where a.tenant_id = g.tenant_id and a.event_id = g.id returning 1),
+    deliveries as (delete from ${t.deliveries} d using gone g where d.tenant_id = g.tenant_id and d.event_id = g.id returning 1),
+    events as (delete from ${t.events} e using gone g where e.tenant_id = g.tenant_id and e.id = g.id returning 1)
+    select (select count(*) from events)::int as events, (select count(*) from deliveries)::int as deliveries, (select count(*) from attempts)::int as attempts`)) as unknown as {
+    events: number
+    deliveries: number
+    attempts: number
+  }[]
+  return { ...row!, found: found.length, last }
 }

@@ -19,6 +19,8 @@ export interface PostgresOptions {
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
+/** Held by the one instance pruning old events (the `retention` option). */
+const pruneLockKey = 0x6f7574667072 // "outfpr"
 /** NOTIFY channel on which instances announce deliveries any of them may take. */
 const workChannel = 'outflow_work'
 
@@ -63,6 +65,20 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       },
       async close() {
         await client.end({ timeout: 5 })
+      },
+      async lockPruner() {
+        // A session lock lives on one connection: reserve one for as long as the pass holds it. If this
+        // process dies the connection closes and another instance takes over.
+        const reserved = await client.reserve()
+        try {
+          const [row] = await reserved<{ locked: boolean }[]>`select pg_try_advisory_lock(${pruneLockKey}) as locked`
+          if (row?.locked) return async () => void (await reserved`select pg_advisory_unlock(${pruneLockKey})`.finally(() => reserved.release()))
+        } catch (err) {
+          reserved.release()
+          throw err
+        }
+        reserved.release()
+        return null
       },
       async onWork(listener) {
         const { unlisten } = await client.listen(workChannel, () => listener())

@@ -2,7 +2,7 @@ import { inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type * as schema from './schema/postgres.js'
-import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries } from './storage.js'
+import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
  * Both drivers run the same drizzle queries. The builder API is identical across dialects, so the
@@ -19,7 +19,7 @@ export interface SqlContext {
   run<T>(fn: (db: Db) => Promise<T>): Promise<T>
   /** Tell other processes that deliveries became due (Postgres NOTIFY; a no-op elsewhere). */
   notifyWork?(db: Db): Promise<void>
-  /** The per-delivery writes, done the fastest way each driver has (see sqlite-hot-path.ts, postgres-hot-path.ts). */
+  /** The per-delivery writes and the pruner's deletes, done the fastest way each driver has (see sqlite-hot-path.ts, postgres-hot-path.ts). */
   hotPath: HotPath
   /**
    * Run `fn` in one transaction. `durable: false` marks writes whose loss on power failure only means
@@ -36,6 +36,8 @@ export interface HotPath {
   insertEvents(db: Db, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> | InsertEventResult[]
   /** Insert the attempt rows and move each delivery to its next state. */
   writeAttempts(db: Db, writes: AttemptWrite[]): Promise<void> | void
+  /** One batch of old events with their deliveries and attempts (see Storage.pruneEvents), in the caller's transaction. */
+  pruneEvents(db: Db, request: PruneRequest): Promise<PruneBatch> | PruneBatch
 }
 
 /**

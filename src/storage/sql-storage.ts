@@ -1,12 +1,15 @@
 import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
+import * as metrics from './sql-metrics.js'
 import * as queue from './sql-queue.js'
+import * as retention from './sql-retention.js'
 import type { Storage } from './storage.js'
 
 /** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
-export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'path'>): Storage {
+export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'path' | 'lockPruner'>): Storage {
   return {
     onWork: lifecycle.onWork,
+    lockPruner: lifecycle.lockPruner,
     dialect: ctx.dialect,
     path: lifecycle.path,
     migrate: lifecycle.migrate,
@@ -37,5 +40,8 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     listAttempts: (t, e) => queue.listAttempts(ctx, t, e),
     queueStats: (now) => queue.queueStats(ctx, now),
     ping: () => queue.ping(ctx),
+    eventMetrics: (q) => metrics.eventMetrics(ctx, q),
+    attemptMetrics: (q) => metrics.attemptMetrics(ctx, q),
+    pruneEvents: (q) => retention.pruneEvents(ctx, q),
   }
 }

@@ -2,10 +2,10 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { HotPath } from './sql-context.js'
 
 /**
- * The writes every delivery makes, as statements prepared once. Building these through the query
- * builder for each row cost more CPU than the HTTP request of the delivery (see bench/); the SQL
- * is the same the builder emits for schema/sqlite.ts: times in ms, JSON as text, booleans as 0/1.
- * Runs inside the caller's transaction (better-sqlite3 has one connection).
+ * The writes every delivery makes, and the pruner's deletes, as statements prepared once. Building
+ * these through the query builder for each row cost more CPU than the HTTP request of the delivery
+ * (see bench/); the SQL is the same the builder emits for schema/sqlite.ts: times in ms, JSON as
+ * text, booleans as 0/1. Runs inside the caller's transaction (better-sqlite3 has one connection).
  */
 const ms = (d: Date | null | undefined) => (d ? d.getTime() : null)
 
@@ -23,9 +23,26 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const destinationExists = client.prepare(`select 1 from destinations where tenant_id = ? and id = ?`).pluck()
   const insertAttempt = client.prepare(
     `insert into attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status, response_status_code,
-       response_body, response_headers, error, error_kind, duration_ms, delivered_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
+  // The pruner's batch: the old events it takes are listed once in a temporary table (this connection
+  // only), then their attempts, deliveries and rows are deleted by key. One writer, one transaction:
+  // nothing can make a delivery pending between the listing and the deletes.
+  client.exec('create temp table if not exists prune_batch (tenant_id text not null, event_id text not null, time integer not null)')
+  const clearBatch = client.prepare('delete from temp.prune_batch')
+  const listOld = client.prepare(
+    `insert into temp.prune_batch
+     select tenant_id, id, time from events e
+     where time < @before and time >= @from
+       and not exists (select 1 from deliveries d where d.tenant_id = e.tenant_id and d.event_id = e.id and d.status = 'pending')
+     order by time limit @limit`,
+  )
+  const batchStats = client.prepare('select count(*) as found, max(time) as last from temp.prune_batch')
+  const inBatch = 'in (select tenant_id, event_id from temp.prune_batch)'
+  const deleteAttempts = client.prepare(`delete from attempts where (tenant_id, event_id) ${inBatch}`)
+  const deleteDeliveries = client.prepare(`delete from deliveries where (tenant_id, event_id) ${inBatch}`)
+  const deleteEvents = client.prepare(`delete from events where (tenant_id, id) ${inBatch}`)
   // A delivery cancelled meanwhile (its destination was deleted) stays cancelled.
   const updateDelivery = client.prepare(
     `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
@@ -75,8 +92,21 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
           a.error_kind,
           a.duration_ms,
           ms(a.delivered_at),
+          a.topic,
+          a.destination_type,
         )
       }
+    },
+    pruneEvents(_db, q) {
+      clearBatch.run()
+      listOld.run({ before: q.before.getTime(), from: q.from?.getTime() ?? Number.MIN_SAFE_INTEGER, limit: q.limit })
+      const { found, last } = batchStats.get() as { found: number; last: number | null }
+      if (found === 0) return { events: 0, deliveries: 0, attempts: 0, found, last: null }
+      const attempts = deleteAttempts.run().changes
+      const deliveries = deleteDeliveries.run().changes
+      const events = deleteEvents.run().changes
+      clearBatch.run()
+      return { events, deliveries, attempts, found, last: last === null ? null : new Date(last) }
     },
   }
 }

@@ -1,6 +1,7 @@
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import type { JsonObject } from '../model/common.js'
+import type { AttemptDimension, EventDimension, Granularity } from '../model/metrics.js'
 import type { KeysetRequest } from '../model/pagination.js'
 
 /**
@@ -95,6 +96,28 @@ export interface Storage {
   /** Every attempt of an event (all destinations), newest first. */
   listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
 
+  // --- metrics (operations issue) ---------------------------------------------------------------
+  /**
+   * Published events counted per time bucket (by event `time`) and dimension values, bucketed in SQL;
+   * up to `limit + 1` rows ordered by dimensions, then bucket. Per destination, an event counts once
+   * for each destination it matched.
+   */
+  eventMetrics(request: EventMetricsRequest): Promise<EventMetricsRow[]>
+  /** Attempts counted per time bucket (by `delivered_at`) and dimension values; like `eventMetrics`. */
+  attemptMetrics(request: AttemptMetricsRequest): Promise<AttemptMetricsRow[]>
+
+  // --- retention (operations issue) -----------------------------------------------------------
+  /**
+   * One short transaction: delete up to `limit` events with `time` before `before` (oldest first, from
+   * `from` on), with their deliveries and attempts. An event with a delivery still pending, or one
+   * another transaction holds, is kept.
+   */
+  pruneEvents(request: PruneRequest): Promise<PruneBatch>
+  /**
+   * Let only one instance prune at a time (Postgres: a session advisory lock). Resolves to a release
+   * function, or null when another instance holds the lock. Absent: this storage has one process.
+   */
+  lockPruner?(): Promise<(() => Promise<void>) | null>
   // --- operations --------------------------------------------------------------------------
   /** Deliveries due at `now` (pending, not parked) and the oldest one's due time: one index range. */
   queueStats(now: Date): Promise<QueueStats>
@@ -230,6 +253,9 @@ export interface AttemptRecord {
   error_kind: ErrorKind | null
   duration_ms: number | null
   delivered_at: Date
+  /** The event's topic and the destination's type at the time of the attempt (null only on rows older than these columns). */
+  topic: string | null
+  destination_type: string | null
 }
 
 export interface AttemptWrite {
@@ -270,4 +296,76 @@ export interface EventRow {
   status: DeliveryStatus
   successful_at: Date | null
   last_attempt_at: Date | null
+}
+
+/** The time range and grouping of a metrics query. `filters` absent or empty match everything. */
+export interface MetricsWindow {
+  /** Inclusive. */
+  start: Date
+  /** Exclusive. */
+  end: Date
+  /** No granularity: one row per combination of dimension values. */
+  granularity?: Granularity
+  limit: number
+}
+
+export interface EventMetricsRequest extends MetricsWindow {
+  dimensions: EventDimension[]
+  filters: { tenant_id?: string[]; topic?: string[]; destination_id?: string[] }
+}
+
+export interface AttemptMetricsRequest extends MetricsWindow {
+  dimensions: AttemptDimension[]
+  filters: {
+    tenant_id?: string[]
+    destination_id?: string[]
+    destination_type?: string[]
+    topic?: string[]
+    status?: ('success' | 'failed')[]
+    code?: number[]
+    manual?: boolean
+    attempt_number?: number[]
+  }
+}
+
+/** One group: its bucket start (null without granularity) and its dimension values as strings. */
+export interface MetricsRow {
+  bucket: Date | null
+  dimensions: Record<string, string>
+}
+
+export interface EventMetricsRow extends MetricsRow {
+  count: number
+}
+
+export interface AttemptMetricsRow extends MetricsRow {
+  count: number
+  successful: number
+  failed: number
+  /** attempt_number 1 and not manual */
+  first_attempts: number
+  /** attempt_number > 1 */
+  retries: number
+  manual_retries: number
+  attempt_number_sum: number
+}
+
+export interface PruneRequest {
+  /** Events whose `time` is before this are old. */
+  before: Date
+  /** Skip events before this time (where the previous batch of a pass stopped). */
+  from?: Date
+  limit: number
+}
+
+/** What one batch deleted, and where it stopped: `last` is the time of the newest event it examined. */
+export interface PruneBatch {
+  events: number
+  deliveries: number
+  attempts: number
+  /** Old events this batch found; fewer than the limit means nothing older is left to find. */
+  found: number
+  last: Date | null
+  /** The batch gave up on a lock another transaction held (Postgres); try again later. */
+  busy?: boolean
 }

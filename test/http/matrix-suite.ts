@@ -46,6 +46,8 @@ const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
   listDestinationEvents: async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/events` }),
   getDestinationEvent: async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/events/e1` }),
   retryDelivery: async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/events/e1/retry` }),
+  getEventMetrics: async () => ({ path: '/metrics/events?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&granularity=1h&measures[]=count' }),
+  getAttemptMetrics: async () => ({ path: '/metrics/attempts?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&measures[0]=count&dimensions[0]=status' }),
   health: async () => ({ path: '/healthz' }),
   openapi: async () => ({ path: '/openapi.json' }),
 }

@@ -65,6 +65,30 @@ export function describeOpenApi(ctx: SuiteContext): void {
       expect(param(paths['/tenants/{tenant_id}/destinations']!.get, 'type').schema.items.enum).toHaveLength(8)
     })
 
+    it('documents the metrics API with the parameters and response of Outpost’s', async () => {
+      const { paths, components } = await load()
+      const names = (path: string) => paths[path]!.get.parameters.map((p: { name: string }) => p.name)
+      expect(names('/metrics/events')).toEqual(['time', 'granularity', 'measures', 'dimensions', 'filters[topic]', 'filters[destination_id]', 'filters[tenant_id]'])
+      expect(names('/metrics/attempts')).toEqual([
+        'time', 'granularity', 'measures', 'dimensions', 'filters[destination_id]', 'filters[destination_type]', 'filters[topic]',
+        'filters[status]', 'filters[code]', 'filters[manual]', 'filters[attempt_number]', 'filters[tenant_id]',
+      ])
+      const events = paths['/metrics/events']!.get
+      expect(events.operationId).toBe('getEventMetrics')
+      expect(param(events, 'time')).toMatchObject({ required: true, style: 'deepObject', explode: true, schema: { type: 'object', required: ['start', 'end'] } })
+      expect(param(events, 'measures')).toMatchObject({ required: true, schema: { oneOf: [{ type: 'string', enum: ['count', 'rate'] }, { type: 'array', items: { enum: ['count', 'rate'] } }] } })
+      expect(param(events, 'dimensions').schema.oneOf[0].enum).toEqual(['tenant_id', 'topic', 'destination_id'])
+      const attempts = paths['/metrics/attempts']!.get
+      expect(param(attempts, 'measures').schema.oneOf[0].enum).toHaveLength(11)
+      expect(param(attempts, 'dimensions').schema.oneOf[0].enum).toEqual(['tenant_id', 'destination_id', 'destination_type', 'topic', 'status', 'code', 'manual', 'attempt_number'])
+      expect(param(attempts, 'filters[manual]').schema).toMatchObject({ type: 'string', enum: ['true', 'false'] })
+      expect(attempts.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/MetricsResponse' })
+      expect(Object.keys(attempts.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403']))
+      expect(attempts.security).toEqual([{ adminKey: [] }, { tenantToken: [] }])
+      expect(components.schemas.MetricsMetadata).toMatchObject({ properties: { granularity: {}, query_time_ms: {}, row_count: {}, row_limit: {}, truncated: {} } })
+      expect(components.schemas.MetricsDataPoint).toMatchObject({ properties: { time_bucket: { format: 'date-time' }, dimensions: {}, metrics: {} } })
+    })
+
     it('restricts the {type} path parameter to the six values of the spec', async () => {
       const { paths } = await load()
       for (const path of ['/destination-types/{type}', '/tenants/{tenant_id}/destination-types/{type}'])

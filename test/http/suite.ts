@@ -5,6 +5,7 @@ import { describeErrors } from './errors-suite.js'
 import { describeEvents } from './events-suite.js'
 import { describeHealth } from './health-suite.js'
 import { describeMatrix } from './matrix-suite.js'
+import { describeMetrics } from './metrics-suite.js'
 import type { Mount } from './mounts.js'
 import { describeOpenApi } from './openapi-suite.js'
 import type { StorageKind } from '../support/storages.js'
@@ -33,6 +34,7 @@ export function describeHttp(mount: Mount, storage: StorageKind): void {
     describeTenants(ctx)
     describeDestinations(ctx)
     describeEvents(ctx)
+    describeMetrics(ctx)
     describeErrors(ctx, mount)
     describeAuth(ctx)
     describeHealth(ctx)

@@ -48,6 +48,8 @@ function attempted(tenant: string, deliveryId: string, eventId: string, destinat
       error_kind: ok ? null : 'unknown',
       duration_ms: 3,
       delivered_at: at(ms),
+      topic: 'order.created',
+      destination_type: 'webhook',
     },
     delivery: { id: deliveryId, status: ok ? 'success' : 'pending', next_attempt_at: ok ? null : at(ms + 1000), successful_at: ok ? at(ms) : null },
   }

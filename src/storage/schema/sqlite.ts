@@ -50,7 +50,11 @@ export const events = sqliteTable(
     eligible_for_retry: bool('eligible_for_retry').notNull(),
     created_at: ts('created_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.tenant_id, t.id] })],
+  (t) => [
+    primaryKey({ columns: [t.tenant_id, t.id] }),
+    // Metrics bucket a time range (tenant and topic read from the index); the pruner walks it from the oldest.
+    index('events_time_idx').on(t.time, t.tenant_id, t.topic),
+  ],
 )
 
 export const deliveries = sqliteTable(
@@ -98,6 +102,10 @@ export const attempts = sqliteTable(
     error_kind: text('error_kind'),
     duration_ms: integer('duration_ms'),
     delivered_at: ts('delivered_at').notNull(),
+    // Copied from the delivery and the destination so attempt metrics group without joins (null on rows
+    // written before these columns whose destination was already gone).
+    topic: text('topic'),
+    destination_type: text('destination_type'),
   },
-  (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at)],
+  (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
 )

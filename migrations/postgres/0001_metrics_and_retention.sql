@@ -1,0 +1,7 @@
+ALTER TABLE "attempts" ADD COLUMN "topic" text;--> statement-breakpoint
+ALTER TABLE "attempts" ADD COLUMN "destination_type" text;--> statement-breakpoint
+-- Backfill: the topic from the attempt's delivery, the type from its destination (null when that is gone).
+UPDATE "attempts" SET "topic" = "deliveries"."topic" FROM "deliveries" WHERE "deliveries"."id" = "attempts"."delivery_id";--> statement-breakpoint
+UPDATE "attempts" SET "destination_type" = "destinations"."type" FROM "destinations" WHERE "destinations"."tenant_id" = "attempts"."tenant_id" AND "destinations"."id" = "attempts"."destination_id";--> statement-breakpoint
+CREATE INDEX "attempts_time_idx" ON "attempts" USING btree ("delivered_at","tenant_id");--> statement-breakpoint
+CREATE INDEX "events_time_idx" ON "events" USING btree ("time","tenant_id","topic");

@@ -1,0 +1,100 @@
+import type { Logger } from '../logger.js'
+import type { Storage } from '../storage/storage.js'
+
+/** What one pruning pass deleted; `locked`: another instance holds the pruner lock, so this one did nothing. */
+export interface PruneResult {
+  events: number
+  deliveries: number
+  attempts: number
+  locked: boolean
+}
+
+export interface PrunerOptions {
+  /** Events older than this (by their `time`) are deleted, ms. */
+  windowMs: number
+  batchSize: number
+  intervalMs: number
+  logger: Logger
+  now(): Date
+}
+
+const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The bounded event log: every `intervalMs` a pass deletes events older than the window with their
+ * deliveries and attempts, a small batch per transaction, until none is left. On Postgres one instance
+ * prunes at a time (the others find the lock held and skip their pass).
+ */
+export class Pruner {
+  readonly #storage: Storage
+  readonly #options: PrunerOptions
+  #timer: NodeJS.Timeout | undefined
+  #running: Promise<PruneResult> | undefined
+  #closed = false
+
+  constructor(storage: Storage, options: PrunerOptions) {
+    this.#storage = storage
+    this.#options = options
+  }
+
+  /** Start the loop; its first pass runs at once. */
+  start(): void {
+    this.#schedule(0)
+  }
+
+  #schedule(ms: number): void {
+    if (this.#closed) return
+    this.#timer = setTimeout(() => void this.#tick(), ms)
+    this.#timer.unref()
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      const started = performance.now()
+      const result = await this.prune()
+      if (result.events > 0)
+        this.#options.logger.info({ ...result, duration_ms: Math.round(performance.now() - started) }, 'retention: pruned old events')
+    } catch (err) {
+      this.#options.logger.error({ error: (err as Error).message }, 'retention: pruning failed')
+    }
+    this.#schedule(this.#options.intervalMs)
+  }
+
+  /** One pass now (or the pass already running). */
+  prune(): Promise<PruneResult> {
+    this.#running ??= this.#pass().finally(() => (this.#running = undefined))
+    return this.#running
+  }
+
+  async #pass(): Promise<PruneResult> {
+    const total: PruneResult = { events: 0, deliveries: 0, attempts: 0, locked: false }
+    const release = this.#storage.lockPruner ? await this.#storage.lockPruner() : async () => {}
+    if (!release) return { ...total, locked: true }
+    try {
+      const { windowMs, batchSize } = this.#options
+      const before = new Date(this.#options.now().getTime() - windowMs)
+      let from: Date | undefined
+      while (!this.#closed) {
+        const batch = await this.#storage.pruneEvents({ before, from, limit: batchSize })
+        total.events += batch.events
+        total.deliveries += batch.deliveries
+        total.attempts += batch.attempts
+        if (batch.busy || batch.found < batchSize || !batch.last) break
+        // Events another transaction held were kept; if a whole batch of them shares one instant, step past it.
+        from = batch.events === 0 && batch.last.getTime() === from?.getTime() ? new Date(batch.last.getTime() + 1) : batch.last
+        // Let publishes and claims waiting for the database go between batches.
+        await yieldToOthers()
+      }
+      return total
+    } finally {
+      await release()
+    }
+  }
+
+  /** Stop the loop and wait for a running batch to end. */
+  async close(): Promise<void> {
+    this.#closed = true
+    clearTimeout(this.#timer)
+    await this.#running?.catch(() => undefined)
+  }
+}
