@@ -3,8 +3,9 @@ import { createOutflow } from '../../src/create-outflow.js'
 import type { Outflow } from '../../src/engine.js'
 import { postgres } from '../../src/storage/postgres.js'
 import type { Storage } from '../../src/storage/storage.js'
-import { apiKey, engineKinds, jwtSecret, rejection } from '../support/engines.js'
+import { apiKey, encryptionKey, engineKinds, jwtSecret, rejection } from '../support/engines.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
+import { seedOwners } from '../support/records.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 const day = 86_400_000
@@ -20,6 +21,7 @@ async function stored(outflow: Outflow, tenant: string): Promise<number> {
 /** `n` delivered events of `tenant` with `time` days ago, written straight to storage. */
 async function seedDelivered(storage: Storage, tenant: string, n: number, daysOld: number): Promise<void> {
   const at = new Date(Date.now() - daysOld * day)
+  await seedOwners(storage, { [tenant]: ['d'] })
   const items = Array.from({ length: n }, (_, i) => ({
     event: { tenant_id: tenant, id: `seed-${i}`, topic: 't', time: new Date(at.getTime() + i), data: {}, metadata: {}, eligible_for_retry: true, created_at: at },
     deliveries: [{ id: `dlv-${tenant}-${i}`, destination_id: 'd', next_attempt_at: at }],
@@ -106,6 +108,7 @@ describe.runIf(postgresAvailable)('retention: two engines on one Postgres', () =
       storage: postgres({ url: db.url, max: 4 }),
       apiKey,
       jwtSecret,
+      encryptionKey,
       delivery: { worker: false },
       retention: { events: '1d', batchSize: 50, intervalMs: 3_600_000 },
     })

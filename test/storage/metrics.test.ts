@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bucketStart } from '../../src/engine/metric-buckets.js'
 import { GranularitySchema } from '../../src/model/metrics.js'
 import type { AttemptWrite, Storage } from '../../src/storage/storage.js'
+import { seedOwners } from '../support/records.js'
 import { storageKinds } from '../support/storages.js'
 import * as v from 'valibot'
 
@@ -53,6 +54,7 @@ for (const kind of storageKinds()) {
 
     beforeAll(async () => {
       s = await kind.open()
+      await seedOwners(s, { m1: ['d1', 'd2', ['q1', 'cloudx_sqs']], m2: ['d9'], edges: [] })
       // m1: three events at 10:05, 10:40 and 12:00 on 2026-03-02, one of them matched to two destinations;
       // m2: one event at 10:10; plus one event the day before, outside every range below.
       const ev = (tenant: string, id: string, time: string, topic: string, destinations: string[]) => ({
@@ -75,6 +77,13 @@ for (const kind of storageKinds()) {
         attempt('m1', 'q1', 4, { at: '2026-03-02T11:15:00Z', status: 'success', code: 200, attempt: 3, manual: true }),
         attempt('m2', 'd9', 5, { at: '2026-03-02T10:20:00Z', status: 'success', code: 204, attempt: 1 }),
       ]
+      // Each attempt belongs to a delivery of an event a month earlier (outside every range counted below).
+      await s.insertEvents(
+        writes.map(({ attempt: a }) => ({
+          event: { tenant_id: a.tenant_id, id: a.event_id, topic: a.topic, time: new Date('2026-02-01T00:00:00Z'), data: {}, metadata: {}, eligible_for_retry: true, created_at: new Date('2026-02-01T00:00:00Z') },
+          deliveries: [{ id: a.delivery_id, destination_id: a.destination_id, next_attempt_at: new Date('2026-02-01T00:00:00Z') }],
+        })),
+      )
       await s.recordAttempts(writes)
     })
     afterAll(() => kind.cleanup())

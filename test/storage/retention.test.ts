@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgres } from '../../src/storage/postgres.js'
 import type { AttemptWrite, DeliveryStatus, NewEventWithDeliveries, Storage } from '../../src/storage/storage.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
+import { seedOwners } from '../support/records.js'
 import { storageKinds } from '../support/storages.js'
 
 const cutoff = new Date('2026-01-01T00:00:00.000Z')
@@ -67,6 +68,7 @@ for (const kind of storageKinds()) {
     let s: Storage
     beforeAll(async () => {
       s = await kind.open()
+      await seedOwners(s, { ret: ['d1', 'd2'], 'ret-batches': ['d1'] })
     })
     afterAll(() => kind.cleanup())
 
@@ -128,6 +130,7 @@ describe.runIf(postgresAvailable)('storage retention: Postgres concurrency', () 
     a = await postgres({ url: db.url, max: 3 })()
     b = await postgres({ url: db.url, max: 3 })()
     await a.migrate()
+    await seedOwners(a, { held: ['d1'] })
   })
   afterAll(async () => {
     await a?.close()

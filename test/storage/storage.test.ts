@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AttemptWrite, DestinationRecord, EventRecord, Storage } from '../../src/storage/storage.js'
+import { destinationRecord } from '../support/records.js'
 import { storageKinds } from '../support/storages.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { createTestDatabase } from '../support/services.js'
@@ -7,24 +8,7 @@ import { createTestDatabase } from '../support/services.js'
 const t0 = new Date('2026-01-01T00:00:00.000Z')
 const at = (ms: number) => new Date(t0.getTime() + ms)
 
-function destination(tenant_id: string, id: string, extra: Partial<DestinationRecord> = {}): DestinationRecord {
-  return {
-    tenant_id,
-    id,
-    type: 'webhook',
-    topics: ['order.created'],
-    filter: null,
-    config: { url: 'https://example.com/hook' },
-    credentials: '{"secret":"s"}',
-    delivery_metadata: null,
-    metadata: null,
-    disabled_at: null,
-    created_at: t0,
-    updated_at: t0,
-    consecutive_failures: 0,
-    ...extra,
-  }
-}
+const destination = destinationRecord
 
 function event(tenant_id: string, id: string, timeMs = 0): EventRecord {
   return { tenant_id, id, topic: 'order.created', time: at(timeMs), data: { id }, metadata: { k: 'v' }, eligible_for_retry: true, created_at: at(timeMs) }
