@@ -6,6 +6,7 @@ import { issuesToData } from '../model/common.js'
 import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
+import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { lazyConnection } from './lazy-connection.js'
@@ -162,7 +163,7 @@ function pubsubAttributes(metadata: Record<string, string>): Record<string, stri
 /** gRPC status code -> what went wrong. */
 const grpcKinds: Record<number, ErrorKind> = {
   3: 'rejected', // INVALID_ARGUMENT
-  4: 'network', // DEADLINE_EXCEEDED
+  4: 'timeout', // DEADLINE_EXCEEDED
   5: 'not_found', // NOT_FOUND
   7: 'authentication', // PERMISSION_DENIED
   8: 'throttled', // RESOURCE_EXHAUSTED
@@ -180,8 +181,13 @@ function classifyPubsubError(err: unknown): { kind: ErrorKind; code: string } {
   if (/Getting metadata from plugin failed|invalid_grant|invalid_client|unauthorized_client|DECODER routines|No key or keyFile set|Could not load the default credentials|does not contain a client_email/i.test(message)) {
     return { kind: 'authentication', code: typeof e.code === 'number' ? (grpcNames[e.code] ?? 'AUTH') : 'AUTH' }
   }
-  if (typeof e.code === 'number') return { kind: grpcKinds[e.code] ?? 'unknown', code: grpcNames[e.code] ?? String(e.code) }
-  if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return { kind: 'network', code: e.code }
+  if (typeof e.code === 'number') {
+    const kind = grpcKinds[e.code] ?? 'unknown'
+    // UNAVAILABLE carries the channel's last error in its text: a refused connect, a name that did not resolve, TLS.
+    return { kind: kind === 'network' ? (transportKindInText(message) ?? kind) : kind, code: grpcNames[e.code] ?? String(e.code) }
+  }
+  const transport = transportErrorKind(err)
+  if (transport) return { kind: transport, code: typeof e.code === 'string' ? e.code : 'ERROR' }
   return { kind: 'unknown', code: 'ERROR' }
 }
 
@@ -304,7 +310,7 @@ export const cloudzPubsub: DestinationTypeDefinition = {
         } catch (err) {
           const result = failureOf(err, describePubsubError, { signal, secrets: [privateKey] })
           // A pinned client resolves again on the next publish: the emulator may have moved.
-          if (current?.pinned && (result.error_kind === 'network' || result.error_kind === 'timeout')) connection.drop(current)
+          if (current?.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout')) connection.drop(current)
           return result
         }
       },

@@ -120,9 +120,9 @@ describe('cloudz_pubsub destination', () => {
       }
     })
 
-    it('reports an unreachable emulator as network', async () => {
+    it('reports an emulator that refuses the connection as connection_refused', async () => {
       const publisher = await publisherFor('orders', `127.0.0.1:${await closedPort()}`)
-      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
     })
 
     it('refuses to create a publisher for Google without a complete service-account key', async () => {
@@ -172,7 +172,7 @@ describe('cloudz_pubsub destination', () => {
       const asked = stubDns(answers)
       const publisher = await guardedPublisher('pubsub-emulator.example:8085')
       // Public: the SDK connects to the checked address, never resolving the name itself; the sentinel stops it.
-      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
       expect(new Set(stopped.splice(0))).toEqual(new Set(['93.184.216.34']))
       answers['pubsub-emulator.example'] = '10.1.2.3'
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'ssrf' })
