@@ -295,6 +295,7 @@ export const amqpBroker: DestinationTypeDefinition = {
   credentialsSchema: CredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['amqplib'],
 
   target(config) {
     const { exchange, routing_key: routingKey } = config as AmqpConfig

@@ -113,6 +113,7 @@ export const cloudxKinesis: DestinationTypeDefinition = {
   credentialsSchema: AwsCredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@aws-sdk/client-kinesis'],
 
   target(config) {
     return typeof config.stream_name === 'string' ? config.stream_name : undefined

@@ -144,6 +144,7 @@ export const cloudxS3: DestinationTypeDefinition = {
   credentialsSchema: AwsCredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@aws-sdk/client-s3'],
 
   target(config) {
     return typeof config.bucket === 'string' ? config.bucket : undefined

@@ -245,6 +245,7 @@ export const cloudxSqs: DestinationTypeDefinition = {
   credentialsSchema: AwsCredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@aws-sdk/client-sqs'],
   target: (config) => (typeof config.queue_url === 'string' ? queueName(config.queue_url) : undefined),
   targetUrl: (config) => (typeof config.queue_url === 'string' ? config.queue_url : undefined),
   async createPublisher(destination, context): Promise<Publisher> {

@@ -257,6 +257,7 @@ export const cloudyServicebus: DestinationTypeDefinition = {
   credentialsSchema: CredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@azure/service-bus'],
   target: (config) => (typeof config.name === 'string' ? config.name : undefined),
   async createPublisher(destination, context): Promise<Publisher> {
     const config: ServiceBusConfig = parseStored(ConfigSchema, destination.config, 'config')

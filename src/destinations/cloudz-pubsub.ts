@@ -264,6 +264,7 @@ export const cloudzPubsub: DestinationTypeDefinition = {
   credentialsSchema: CredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@google-cloud/pubsub'],
   target: (config) => (typeof config.project_id === 'string' && typeof config.topic === 'string' ? `${config.project_id}/${config.topic}` : undefined),
   /** The Cloud Console page of the topic; none for an emulator. */
   targetUrl(config) {
