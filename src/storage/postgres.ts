@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import type PostgresJs from 'postgres'
 import { loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
@@ -29,8 +30,8 @@ const workChannel = 'outflow_work'
 export function postgres(options: PostgresOptions): () => Promise<Storage> {
   return async () => {
     const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres', 'Postgres storage')
-    // drizzle's driver modules import postgres themselves: loaded after it, so a missing driver is the error above.
-    const [{ drizzle }, { migrate }] = await Promise.all([import('drizzle-orm/postgres-js'), import('drizzle-orm/postgres-js/migrator')])
+    // drizzle's driver module imports postgres itself: loaded after it, so a missing driver is the error above.
+    const { drizzle } = await import('drizzle-orm/postgres-js')
     const client = connect(options.url, { max: options.max ?? 10, onnotice: () => {} })
     const db = drizzle({ client, schema }) as unknown as Db
     const ctx: SqlContext = {
