@@ -3,8 +3,46 @@ import { OutflowError } from './errors.js'
 const loaded = new Map<string, Promise<unknown>>()
 
 /**
+ * An optional peer dependency that could not be loaded: not installed (`installed: false`), or installed but
+ * failing to load (a missing dependency of its own, a native module built for another Node).
+ */
+export class PeerLoadError extends OutflowError {
+  /** The package, e.g. `amqplib`. */
+  readonly package: string
+  readonly installed: boolean
+
+  constructor(name: string, neededBy: string, cause: unknown) {
+    const installed = !isNotFound(cause, name)
+    super(
+      'unavailable',
+      installed
+        ? `the optional package "${name}" is needed by ${neededBy} but could not be loaded (${firstLine(cause)}): reinstall it with npm install ${name}`
+        : `the optional package "${name}" is needed by ${neededBy} but is not installed: npm install ${name}`,
+      { cause },
+    )
+    this.name = 'PeerLoadError'
+    this.package = name
+    this.installed = installed
+  }
+}
+
+/** Whether `err` says that `name` itself cannot be found (rather than something it imports). */
+function isNotFound(err: unknown, name: string): boolean {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown }
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false
+  // "Cannot find package 'amqplib' imported from …" (import) or "Cannot find module 'amqplib'" (require).
+  return typeof message === 'string' && (message.includes(`'${name}'`) || message.includes(`"${name}"`))
+}
+
+function firstLine(err: unknown): string {
+  const message = (err as { message?: unknown } | null)?.message
+  return (typeof message === 'string' ? message : String(err)).split('\n')[0]!.slice(0, 300)
+}
+
+/**
  * Import an optional peer dependency (a storage driver or a destination SDK) the first time it is
- * needed. A missing package becomes a clear error naming what needs it and how to install it.
+ * needed. A package that is missing or fails to load becomes a `PeerLoadError` naming what needs it
+ * and how to install it.
  *
  * @example
  * const amqp = await loadPeer<typeof import('amqplib')>('amqplib', 'amqp_broker destinations')
@@ -17,7 +55,7 @@ export function loadPeer<T>(name: string, neededBy: string): Promise<T> {
       (m: { default?: unknown }) => m,
       (cause: unknown) => {
         loaded.delete(name)
-        throw new OutflowError('unavailable', `the optional package "${name}" is needed by ${neededBy} but is not installed: npm install ${name}`, { cause })
+        throw new PeerLoadError(name, neededBy, cause)
       },
     )
     loaded.set(name, p)

@@ -13,7 +13,8 @@ import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { logAttempt } from './attempt-log.js'
 import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
-import { DeliveryError, attemptResultFromError, closeHttpClients } from '../net/http-client.js'
+import { DeliveryError, closeHttpClients } from '../net/http-client.js'
+import { failureBeforeSending } from '../destinations/failure.js'
 import { startDeadline } from '../net/deadline.js'
 
 const userAgent = 'outflow/0.1.0'
@@ -267,7 +268,7 @@ export class DeliveryWorker {
           deadline.clear()
         }
       } catch (err) {
-        result = attemptResultFromError(err)
+        result = failureBeforeSending(err)
       }
       const write = attemptWrite(d, destination.type, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
       const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }

@@ -1,6 +1,7 @@
 import type * as Amqp from 'amqplib'
 import * as v from 'valibot'
 import { guardedLookup, SSRF_ERROR_CODE } from '../net/ssrf.js'
+import { transportErrorKind } from '../net/transport-error.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { untilAborted } from '../net/deadline.js'
@@ -141,7 +142,7 @@ An attempt succeeds once the broker confirms the message.`
 const icon =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linecap="round" stroke-linejoin="round"><rect x="3" y="3" width="7" height="18" rx="1"/><rect x="14" y="12" width="7" height="9" rx="1"/><path d="M10 12h4M14 3h7v6h-7z"/></svg>'
 
-/** The AMQP close codes and socket errors we can name; everything else is 'unknown'. */
+/** The AMQP close codes and socket errors we can name (DNS, TLS, refused, …); everything else is 'unknown'. */
 function classifyAmqpError(err: unknown): { kind: ErrorKind; prefix: string } {
   const e = err as { code?: unknown; message?: unknown }
   const message = typeof e?.message === 'string' ? e.message : String(err)
@@ -154,12 +155,11 @@ function classifyAmqpError(err: unknown): { kind: ErrorKind; prefix: string } {
   }
   if (/message nacked/.test(message)) return { kind: 'rejected', prefix: 'the broker rejected the message (nack)' }
   if (code === 406 || /PRECONDITION[_-]FAILED/.test(message)) return { kind: 'rejected', prefix: 'the broker rejected the message' }
-  if (
-    (typeof code === 'string' && /^(E[A-Z]+|ERR_TLS_.*|CERT_.*|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_.*)$/.test(code)) ||
-    code === 320 ||
-    /ETIMEDOUT|Socket closed|closed abruptly|Unexpected close|channel closed|Channel closed|Connection closed|CONNECTION[_-]FORCED|Heartbeat timeout/i.test(message)
-  ) {
-    return { kind: 'network', prefix: 'could not reach the broker' }
+  const transport = transportErrorKind(err)
+  if (transport === 'timeout') return { kind: 'timeout', prefix: 'the broker did not answer in time' }
+  if (transport) return { kind: transport, prefix: 'could not reach the broker' }
+  if (code === 320 || /Socket closed|closed abruptly|Unexpected close|channel closed|Connection closed|CONNECTION[_-]FORCED|Heartbeat timeout/i.test(message)) {
+    return { kind: 'network', prefix: 'lost the connection to the broker' }
   }
   return { kind: 'unknown', prefix: 'publish failed' }
 }
@@ -295,6 +295,7 @@ export const amqpBroker: DestinationTypeDefinition = {
   credentialsSchema: CredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['amqplib'],
 
   target(config) {
     const { exchange, routing_key: routingKey } = config as AmqpConfig

@@ -2,6 +2,8 @@ import http from 'node:http'
 import https from 'node:https'
 import * as v from 'valibot'
 import { guardedLookup } from '../net/ssrf.js'
+import { transportErrorKind } from '../net/transport-error.js'
+import type { ErrorKind } from '../model/attempt-result.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import type { PublisherContext } from './types.js'
 
@@ -57,10 +59,18 @@ export function awsRequestHandler(endpoint: string | undefined, context: Publish
   }
 }
 
-/** Codes of an error and its causes (SDK network errors wrap the socket error). */
-export function awsErrorCodes(err: unknown, depth = 0): string[] {
-  if (typeof err !== 'object' || err === null || depth > 4) return []
-  const e = err as { code?: unknown; cause?: unknown; errors?: unknown }
-  const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => awsErrorCodes(x, depth + 1)) : []
-  return [...(typeof e.code === 'string' ? [e.code] : []), ...awsErrorCodes(e.cause, depth + 1), ...nested]
+/**
+ * The kind of an AWS SDK error that the type's own tables of service error codes did not name: without an answer, the
+ * socket failure (`dns`, `tls`, `connection_refused`, …); with one, its status class — a 5xx is the service failing
+ * (`http_5xx`), a 4xx the service refusing the request (`rejected`).
+ *
+ * @example
+ * awsFallbackKind(err, err.$metadata?.httpStatusCode) // 'http_5xx' for an InternalFailure
+ */
+export function awsFallbackKind(err: unknown, status: number | undefined): ErrorKind {
+  const transport = transportErrorKind(err)
+  if (transport === 'ssrf' || (status === undefined && transport)) return transport
+  if (status !== undefined && status >= 500 && status < 600) return 'http_5xx'
+  if (status !== undefined && status >= 400 && status < 500) return 'rejected'
+  return transport ?? 'unknown'
 }

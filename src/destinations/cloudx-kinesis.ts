@@ -1,11 +1,12 @@
 import type * as Kinesis from '@aws-sdk/client-kinesis'
 import type * as SmithyHttp from '@smithy/node-http-handler'
 import * as v from 'valibot'
-import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { privateEndpointError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { ErrorKind } from '../model/attempt-result.js'
+import { errorCodes } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -86,15 +87,14 @@ function describeKinesisError(err: unknown, message: string, stream: string): Fa
   const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
   const name = e?.name ?? 'Error'
   const status = e?.$metadata?.httpStatusCode
-  const codes = awsErrorCodes(err)
-  let kind: ErrorKind = 'unknown'
+  const codes = errorCodes(err)
+  let kind: ErrorKind
   if (codes.includes('ERR_OUTFLOW_SSRF')) kind = 'ssrf'
   else if (authenticationErrors.includes(name) || status === 401 || status === 403) kind = 'authentication'
   else if (notFoundErrors.includes(name) || status === 404) kind = 'not_found'
   else if (throttledErrors.includes(name) || status === 429) kind = 'throttled'
   else if (name === 'TimeoutError' || name === 'AbortError' || codes.some((c) => c === 'ETIMEDOUT' || c === 'ECONNABORTED')) kind = 'timeout'
-  else if (status === undefined && codes.some((c) => /^E[A-Z]+$/.test(c))) kind = 'network'
-  else if (status !== undefined && status >= 400 && status < 500) kind = 'rejected'
+  else kind = awsFallbackKind(err, status)
   const text = e?.message && e.message !== 'UnknownError' ? message : `HTTP ${status ?? 'error'}`
   const detail = kind === 'not_found' && name === 'ResourceNotFoundException' && !text.includes(stream) ? ` (stream ${stream})` : ''
   return { kind, status, error: `${name === 'Error' ? '' : `${name}: `}${text}${detail}` }
@@ -113,6 +113,7 @@ export const cloudxKinesis: DestinationTypeDefinition = {
   credentialsSchema: AwsCredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@aws-sdk/client-kinesis'],
 
   target(config) {
     return typeof config.stream_name === 'string' ? config.stream_name : undefined

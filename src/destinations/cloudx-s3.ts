@@ -1,10 +1,11 @@
 import type * as S3 from '@aws-sdk/client-s3'
 import * as v from 'valibot'
 import { privateEndpointError } from '../net/endpoint-guard.js'
-import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { loadPeer } from '../load-peer.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { ErrorKind } from '../model/attempt-result.js'
+import { errorCodes } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -117,16 +118,15 @@ function describeS3Error(err: unknown, message: string, bucket: string): Failure
   const name = e?.name ?? 'Error'
   const status = e?.$metadata?.httpStatusCode
   const text = e?.message && e.message !== 'UnknownError' ? message : `HTTP ${status ?? 'error'}`
-  const codes = awsErrorCodes(err)
-  let kind: ErrorKind = 'unknown'
+  const codes = errorCodes(err)
+  let kind: ErrorKind
   if (codes.includes('ERR_OUTFLOW_SSRF')) kind = 'ssrf'
   else if (['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'ExpiredToken', 'InvalidToken', 'TokenRefreshRequired'].includes(name) || status === 401 || status === 403) kind = 'authentication'
   else if (name === 'NoSuchBucket' || status === 404) kind = 'not_found'
   else if (['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'TooManyRequestsException'].includes(name) || status === 429 || status === 503) kind = 'throttled'
   else if (['PermanentRedirect', 'AuthorizationHeaderMalformed', 'IllegalLocationConstraintException'].includes(name) || status === 301) kind = 'configuration'
   else if (name === 'TimeoutError' || name === 'AbortError' || codes.some((c) => c === 'ETIMEDOUT' || c === 'ECONNABORTED')) kind = 'timeout'
-  else if (status === undefined && codes.some((c) => /^E[A-Z]+$/.test(c))) kind = 'network'
-  else if (status !== undefined && status >= 400 && status < 500) kind = 'rejected'
+  else kind = awsFallbackKind(err, status)
   const detail = kind === 'configuration' ? ' (check the region and endpoint)' : kind === 'not_found' ? ` (bucket ${bucket})` : ''
   return { kind, status, error: `${name === 'Error' ? '' : `${name}: `}${text}${detail}` }
 }
@@ -144,6 +144,7 @@ export const cloudxS3: DestinationTypeDefinition = {
   credentialsSchema: AwsCredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@aws-sdk/client-s3'],
 
   target(config) {
     return typeof config.bucket === 'string' ? config.bucket : undefined

@@ -2,7 +2,8 @@ import type * as Sqs from '@aws-sdk/client-sqs'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
-import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsErrorCodes, awsRequestHandler } from './aws.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
+import { errorCodes, isConnectionFailure } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
@@ -172,7 +173,6 @@ const rejectedCodes = new Set([
   'KmsInvalidKeyUsage',
   'KmsOptInRequired',
 ])
-const networkCodes = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ENETDOWN|EPROTO|ERR_TLS_.*|CERT_.*|UNABLE_TO_.*|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)$/
 
 interface SdkError {
   name?: unknown
@@ -191,14 +191,14 @@ function classifySqsError(err: unknown): { kind: ErrorKind; code: string } {
   const message = typeof e.message === 'string' ? e.message : ''
   const code = codes.find((c) => c !== 'Error' && c !== 'SQSServiceException') ?? codes[0] ?? 'Error'
   const has = (set: Set<string>) => codes.some((c) => set.has(c))
-  if (awsErrorCodes(err).includes('ERR_OUTFLOW_SSRF')) return { kind: 'ssrf', code: 'ERR_OUTFLOW_SSRF' }
+  if (errorCodes(err).includes('ERR_OUTFLOW_SSRF')) return { kind: 'ssrf', code: 'ERR_OUTFLOW_SSRF' }
   if (has(authCodes) || status === 401 || status === 403) return { kind: 'authentication', code }
   if (has(notFoundCodes)) return { kind: 'not_found', code }
   if (has(throttledCodes) || status === 429) return { kind: 'throttled', code }
   if (has(rejectedCodes) || /too (long|large)|exceed/i.test(message) || status === 413) return { kind: 'rejected', code }
   if (codes.some((c) => c === 'TimeoutError' || c === 'AbortError' || c === 'ETIMEDOUT' || c === 'RequestTimeout')) return { kind: 'timeout', code }
-  if (codes.some((c) => networkCodes.test(c)) || (status === undefined && /socket hang up|ECONNRE/i.test(message))) return { kind: 'network', code }
-  return { kind: 'unknown', code }
+  if (status === undefined && /socket hang up/i.test(message)) return { kind: 'network', code }
+  return { kind: awsFallbackKind(err, status), code }
 }
 
 /** A short text such as `QueueDoesNotExist: The specified queue does not exist.`, with the service's answer when there was one. */
@@ -206,7 +206,7 @@ function describeSqsError(err: unknown, message: string): FailureDescription {
   const { kind, code } = classifySqsError(err)
   const status = (err as SdkError | null)?.$metadata?.httpStatusCode
   const error =
-    kind === 'ssrf' ? message : kind === 'network' ? `could not reach SQS: ${message}` : kind === 'timeout' ? `SQS did not answer in time: ${message}` : `${code}: ${message}`
+    kind === 'ssrf' ? message : isConnectionFailure(kind) ? `could not reach SQS: ${message}` : kind === 'timeout' ? `SQS did not answer in time: ${message}` : `${code}: ${message}`
   return { kind, error, status, body: status === undefined ? undefined : JSON.stringify({ code, message }) }
 }
 
@@ -245,6 +245,7 @@ export const cloudxSqs: DestinationTypeDefinition = {
   credentialsSchema: AwsCredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@aws-sdk/client-sqs'],
   target: (config) => (typeof config.queue_url === 'string' ? queueName(config.queue_url) : undefined),
   targetUrl: (config) => (typeof config.queue_url === 'string' ? config.queue_url : undefined),
   async createPublisher(destination, context): Promise<Publisher> {

@@ -5,6 +5,7 @@ import { OutflowError } from '../errors.js'
 import { issuesToData } from '../model/common.js'
 import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
+import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { lazyConnection } from './lazy-connection.js'
@@ -135,6 +136,11 @@ const codeKinds: Record<string, ErrorKind> = {
   MessageSizeExceeded: 'rejected',
 }
 
+/** Which connection failure an error is (its codes, else its text); `network` when neither says more. */
+function connectionKind(err: unknown, message: string): ErrorKind {
+  return transportErrorKind(err) ?? transportKindInText(message) ?? 'network'
+}
+
 /** Map an SDK error to an ErrorKind and the code to show. */
 function classifyServiceBusError(err: unknown): { kind: ErrorKind; code: string } {
   const e = (err ?? {}) as { name?: unknown; code?: unknown; message?: unknown }
@@ -142,14 +148,19 @@ function classifyServiceBusError(err: unknown): { kind: ErrorKind; code: string 
   const message = typeof e.message === 'string' ? e.message : ''
   if (e.name === 'ServiceBusError') {
     const kind = codeKinds[code]
+    // ServiceCommunicationProblem wraps the socket error: it says whether DNS, TLS or the connect failed.
+    if (kind === 'network') return { kind: connectionKind(err, message), code }
     if (kind) return { kind, code }
+    // A socket or TLS failure keeps its own code (e.g. DEPTH_ZERO_SELF_SIGNED_CERT) on a ServiceBusError.
+    const transport = transportErrorKind(err)
+    if (transport) return { kind: transport, code }
     // GeneralError carries the AMQP condition in its message.
     if (/unauthorized|InvalidSignature|ExpiredToken/i.test(message)) return { kind: 'authentication', code }
     if (/not-found|could not be found/i.test(message)) return { kind: 'not_found', code }
     return { kind: 'unknown', code }
   }
   if (e.name === 'AbortError' || e.name === 'TimeoutError' || e.name === 'OperationTimeoutError') return { kind: 'timeout', code: String(e.name) }
-  if (/^E[A-Z]+$/.test(code) || /ECONNREFUSED|ECONNRESET|ENOTFOUND|socket/i.test(message)) return { kind: 'network', code }
+  if (transportErrorKind(err) || /ECONNREFUSED|ECONNRESET|ENOTFOUND|socket/i.test(message)) return { kind: connectionKind(err, message), code }
   // Thrown synchronously by the SDK for a connection string or name it cannot use (e.g. EntityPath mismatch).
   if (e.name === 'TypeError' || /connection string|EntityPath|queue or topic name/i.test(message)) return { kind: 'configuration', code }
   return { kind: 'unknown', code }
@@ -165,7 +176,7 @@ function connectionSecrets(connectionString: string): (string | undefined)[] {
 function describeServiceBusError(err: unknown, message: string): FailureDescription {
   const { kind, code } = classifyServiceBusError(err)
   const error =
-    kind === 'network' ? `could not reach Service Bus: ${message}` : kind === 'timeout' ? `Service Bus did not answer in time: ${message}` : `${code}: ${message}`
+    isConnectionFailure(kind) ? `could not reach Service Bus: ${message}` : kind === 'timeout' ? `Service Bus did not answer in time: ${message}` : `${code}: ${message}`
   return { kind, error }
 }
 
@@ -246,6 +257,7 @@ export const cloudyServicebus: DestinationTypeDefinition = {
   credentialsSchema: CredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@azure/service-bus'],
   target: (config) => (typeof config.name === 'string' ? config.name : undefined),
   async createPublisher(destination, context): Promise<Publisher> {
     const config: ServiceBusConfig = parseStored(ConfigSchema, destination.config, 'config')

@@ -6,8 +6,10 @@ import { issuesToData } from '../model/common.js'
 import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
+import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
+import { googleCredentialIssue, googleCredentialSecrets } from './google-credentials.js'
 import { lazyConnection } from './lazy-connection.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -39,7 +41,7 @@ function parseKeyJson(text: string): Record<string, unknown> | string {
   try {
     value = JSON.parse(text)
   } catch {
-    return 'must be the JSON key file of a service account'
+    return 'must be a Google credential JSON (e.g. the key file of a service account)'
   }
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : 'must be a JSON object'
 }
@@ -73,21 +75,20 @@ function isEmulatorEndpoint(endpoint: string | undefined): boolean {
   return endpoint ? !endpointHost(endpoint).endsWith('.googleapis.com') : false
 }
 
-/** The service-account fields Google auth needs; missing ones reported by name. */
-function serviceAccountIssue(key: Record<string, unknown>): string | undefined {
-  const missing = ['type', 'project_id', 'private_key', 'client_email'].filter((f) => typeof key[f] !== 'string' || key[f] === '')
-  if (missing.length > 0) return `must be a service account key: missing ${missing.join(', ')}`
-  if (key.type !== 'service_account') return 'must be a service account key ("type": "service_account")'
-  return undefined
-}
-
-/** Cross-field rule the two schemas cannot check alone: without an emulator `endpoint`, a complete service-account key (422 data, or undefined). */
-export function pubsubDestinationIssues(config: Record<string, unknown>, credentials: Record<string, unknown>): ErrorData | undefined {
+/**
+ * Cross-field rule the two schemas cannot check alone: without an emulator `endpoint`, a credential JSON that
+ * google-auth-library accepts and Outflow allows (see google-credentials.ts); 422 data, or undefined. Loads the SDK.
+ */
+export async function pubsubDestinationIssues(config: Record<string, unknown>, credentials: Record<string, unknown>): Promise<ErrorData | undefined> {
   const endpoint = typeof config.endpoint === 'string' ? config.endpoint : undefined
   if (isEmulatorEndpoint(endpoint) || typeof credentials.service_account_json !== 'string') return undefined
   const key = parseKeyJson(credentials.service_account_json)
-  const issue = typeof key === 'string' ? key : serviceAccountIssue(key)
+  const issue = typeof key === 'string' ? key : googleCredentialIssue(await loadSdk(), key, String(config.project_id))
   return issue ? { 'credentials.service_account_json': issue } : undefined
+}
+
+function loadSdk(): Promise<typeof PubSubModule> {
+  return loadPeer<typeof PubSubModule>('@google-cloud/pubsub', 'cloudz_pubsub destinations')
 }
 
 const configFields: FieldSpec[] = [
@@ -120,7 +121,7 @@ const credentialFields: FieldSpec[] = [
     type: 'text',
     label: 'Service account key (JSON)',
     description:
-      'The JSON key file of a service account with the Pub/Sub Publisher role on the topic (with type, project_id, private_key and client_email). With an emulator endpoint any JSON object is accepted, e.g. {}.',
+      'A Google credential JSON with the Pub/Sub Publisher role on the topic: the JSON key file of a service account, an authorized user, an impersonated service account, or a workload identity federation configuration (external_account) whose credential_source is an https URL. With an emulator endpoint any JSON object is accepted, e.g. {}.',
     required: true,
     sensitive: true,
     minlength: 2,
@@ -134,6 +135,12 @@ const instructions = `## Deliver events to Google Cloud Pub/Sub
 2. Create a service account, grant it the **Pub/Sub Publisher** role (\`roles/pubsub.publisher\`)
    on the topic, and create a **JSON key** for it.
 3. Enter the project ID, the topic id and paste the whole JSON key file.
+
+Instead of a service-account key you may paste any credential JSON Google's client libraries accept: an
+\`authorized_user\`, an \`impersonated_service_account\`, or a workload identity federation configuration
+(\`external_account\`). Because Outflow runs it on shared servers, a configuration must not read from them:
+\`credential_source\` must be an \`https://\` URL of a public host (not a file, a program, AWS or a certificate),
+token and impersonation URLs must be on googleapis.com, and the universe googleapis.com.
 
 For the Pub/Sub emulator set **endpoint** to its \`host:port\` (e.g. \`localhost:8085\`); the emulator
 needs no credentials, so any JSON object (\`{}\`) is accepted as the key.
@@ -162,7 +169,7 @@ function pubsubAttributes(metadata: Record<string, string>): Record<string, stri
 /** gRPC status code -> what went wrong. */
 const grpcKinds: Record<number, ErrorKind> = {
   3: 'rejected', // INVALID_ARGUMENT
-  4: 'network', // DEADLINE_EXCEEDED
+  4: 'timeout', // DEADLINE_EXCEEDED
   5: 'not_found', // NOT_FOUND
   7: 'authentication', // PERMISSION_DENIED
   8: 'throttled', // RESOURCE_EXHAUSTED
@@ -180,8 +187,13 @@ function classifyPubsubError(err: unknown): { kind: ErrorKind; code: string } {
   if (/Getting metadata from plugin failed|invalid_grant|invalid_client|unauthorized_client|DECODER routines|No key or keyFile set|Could not load the default credentials|does not contain a client_email/i.test(message)) {
     return { kind: 'authentication', code: typeof e.code === 'number' ? (grpcNames[e.code] ?? 'AUTH') : 'AUTH' }
   }
-  if (typeof e.code === 'number') return { kind: grpcKinds[e.code] ?? 'unknown', code: grpcNames[e.code] ?? String(e.code) }
-  if (typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code)) return { kind: 'network', code: e.code }
+  if (typeof e.code === 'number') {
+    const kind = grpcKinds[e.code] ?? 'unknown'
+    // UNAVAILABLE carries the channel's last error in its text: a refused connect, a name that did not resolve, TLS.
+    return { kind: kind === 'network' ? (transportKindInText(message) ?? kind) : kind, code: grpcNames[e.code] ?? String(e.code) }
+  }
+  const transport = transportErrorKind(err)
+  if (transport) return { kind: transport, code: typeof e.code === 'string' ? e.code : 'ERROR' }
   return { kind: 'unknown', code: 'ERROR' }
 }
 
@@ -199,7 +211,7 @@ function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefi
 }
 
 /** The PubSub client options: emulator mode (plaintext, no auth) or a service-account key; and the key to scrub from errors. */
-function clientOptions(config: PubsubConfig, keyJson: string, userAgent: string): { options: PubSubModule.ClientConfig; privateKey?: string } {
+function clientOptions(config: PubsubConfig, keyJson: string, userAgent: string): { options: PubSubModule.ClientConfig; secrets: string[] } {
   const options: PubSubModule.ClientConfig = { projectId: config.project_id }
   // gax hands `grpc.*` options to the channel (the typings do not list them): the user-agent names Outflow.
   Object.assign(options, { 'grpc.primary_user_agent': userAgent })
@@ -208,12 +220,12 @@ function clientOptions(config: PubsubConfig, keyJson: string, userAgent: string)
     options.emulatorMode = true
     // A fixed universe keeps google-auth from probing for default credentials (it would call the GCE metadata server).
     options.universeDomain = 'googleapis.com'
-    return { options }
+    return { options, secrets: [] }
   }
-  // Checked by pubsubDestinationIssues before we get here.
-  const key = parseKeyJson(keyJson) as Record<string, string | undefined>
-  options.credentials = { client_email: key.client_email, private_key: key.private_key, universe_domain: key.universe_domain }
-  return { options, privateKey: key.private_key }
+  // Checked by pubsubDestinationIssues before we get here: google-auth-library takes it as it is, whatever its type.
+  const key = parseKeyJson(keyJson) as Record<string, unknown>
+  options.credentials = key as PubSubModule.ClientConfig['credentials']
+  return { options, secrets: googleCredentialSecrets(key) }
 }
 
 /** The endpoint with its host replaced by an IPv4 address (the SDK splits the endpoint at ":", so IPv6 cannot be pinned). */
@@ -258,6 +270,7 @@ export const cloudzPubsub: DestinationTypeDefinition = {
   credentialsSchema: CredentialsSchema,
   configRequired: true,
   credentialsRequired: true,
+  packages: ['@google-cloud/pubsub'],
   target: (config) => (typeof config.project_id === 'string' && typeof config.topic === 'string' ? `${config.project_id}/${config.topic}` : undefined),
   /** The Cloud Console page of the topic; none for an emulator. */
   targetUrl(config) {
@@ -268,10 +281,10 @@ export const cloudzPubsub: DestinationTypeDefinition = {
   async createPublisher(destination, context): Promise<Publisher> {
     const config = parseStored(ConfigSchema, destination.config, 'config')
     const { service_account_json: keyJson } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
-    const issues = pubsubDestinationIssues(config, { service_account_json: keyJson })
+    const sdk = await loadSdk()
+    const issues = await pubsubDestinationIssues(config, { service_account_json: keyJson })
     if (issues) throw new OutflowError('validation', 'invalid cloudz_pubsub credentials', { data: issues })
-    const sdk = await loadPeer<typeof PubSubModule>('@google-cloud/pubsub', 'cloudz_pubsub destinations')
-    const { options, privateKey } = clientOptions(config, keyJson, context.userAgent)
+    const { options, secrets } = clientOptions(config, keyJson, context.userAgent)
     // The endpoint host is tenant input (without one the SDK calls Google). A literal cannot change, so it is judged once;
     // a name is resolved and checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.
     const host = config.endpoint === undefined ? undefined : endpointHost(config.endpoint)
@@ -302,9 +315,9 @@ export const cloudzPubsub: DestinationTypeDefinition = {
           const messageId = await untilAborted(current.topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) }), signal)
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: messageId }) }
         } catch (err) {
-          const result = failureOf(err, describePubsubError, { signal, secrets: [privateKey] })
+          const result = failureOf(err, describePubsubError, { signal, secrets })
           // A pinned client resolves again on the next publish: the emulator may have moved.
-          if (current?.pinned && (result.error_kind === 'network' || result.error_kind === 'timeout')) connection.drop(current)
+          if (current?.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout')) connection.drop(current)
           return result
         }
       },

@@ -1,4 +1,7 @@
+import { OutflowError } from '../errors.js'
+import { PeerLoadError } from '../load-peer.js'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import { attemptResultFromError } from '../net/http-client.js'
 
 /** What a destination type makes of an error its SDK threw: the kind from its own tables, and the text to record. */
 export interface FailureDescription {
@@ -57,4 +60,21 @@ export function failureOf(err: unknown, describe: DescribeError, { signal, secre
     response_status_code: status ?? null,
     response_body: body === undefined ? null : scrub(body, secrets),
   }
+}
+
+/**
+ * The failed attempt of an error thrown before anything was sent: the type's package missing (`sdk_missing`), its
+ * stored settings rejected by its own schemas (`configuration`), or a `DeliveryError` of its kind.
+ *
+ * @example
+ * catch (err) { result = failureBeforeSending(err) } // PeerLoadError -> { ok: false, error_kind: 'sdk_missing', error: '… npm install amqplib' }
+ */
+export function failureBeforeSending(err: unknown): AttemptResult {
+  const failed = { ok: false, response_status_code: null, response_headers: null, response_body: null } as const
+  if (err instanceof PeerLoadError) return { ...failed, error_kind: 'sdk_missing', error: err.message }
+  if (err instanceof OutflowError && err.code === 'validation') {
+    const fields = Object.entries(err.data ?? {}).map(([field, why]) => `${field} ${why}`)
+    return { ...failed, error_kind: 'configuration', error: fields.length ? `${err.message}: ${fields.join('; ')}` : err.message }
+  }
+  return attemptResultFromError(err)
 }

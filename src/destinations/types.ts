@@ -74,10 +74,18 @@ export interface DestinationTypeDefinition extends DestinationTypeSchema {
   configRequired: boolean
   /** Whether `credentials` must be present on create (false only for webhook). */
   credentialsRequired: boolean
+  /**
+   * The optional packages (SDKs) its publisher loads, e.g. `['amqplib']`. While one cannot be loaded, creating or
+   * updating a destination of the type is refused (422 naming `npm install …`); its instructions name them.
+   */
+  packages?: readonly string[]
   /** Credential keys returned unmasked even though they are sensitive (the webhook secret). */
   revealedCredentials?: readonly string[]
-  /** Checks that need config and credentials together (after each passed its own schema); 422 data or undefined. */
-  validate?(config: Record<string, unknown>, credentials: Record<string, unknown>): Record<string, string> | undefined
+  /**
+   * Checks that need config and credentials together (after each passed its own schema); 422 data or undefined.
+   * May be async: a check can use the type's own SDK (loaded once `packages` did).
+   */
+  validate?(config: Record<string, unknown>, credentials: Record<string, unknown>): Record<string, string> | undefined | Promise<Record<string, string> | undefined>
   /** Turn validated credentials into what is stored (generate/rotate secrets). Default: as is. */
   prepareCredentials?(input: CredentialsInput): Record<string, unknown>
   /** Short display string of where events go, e.g. `orders-queue`. */

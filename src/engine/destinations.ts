@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { destinationRegistry, destinationType, typeSchema } from '../destinations/registry.js'
+import { destinationRegistry, destinationType, missingPackageIssues, typeSchema } from '../destinations/registry.js'
 import type { DestinationTypeDefinition } from '../destinations/types.js'
 import type { DestinationTypeSchema } from '../model/destination-type.js'
 import { validateFilter } from '../delivery/filter.js'
@@ -79,6 +79,16 @@ function checkTopicsAndFilter(ctx: EngineContext, topics: string[] | undefined, 
   if (filter && Object.keys(filter).length > 0) Object.assign(data, validateFilter(filter) ?? {})
 }
 
+/**
+ * What the type itself says once the fields passed their schemas: its packages must load (else nothing could be
+ * delivered), then its cross-field checks.
+ */
+async function checkTypeReady(def: DestinationTypeDefinition, config: Record<string, unknown>, credentials: Record<string, unknown>, data: ErrorData): Promise<void> {
+  const missing = await missingPackageIssues(def)
+  if (missing) Object.assign(data, missing)
+  else if (Object.keys(data).length === 0) Object.assign(data, (await def.validate?.(config, credentials)) ?? {})
+}
+
 function fail(data: ErrorData): never {
   throw new OutflowError('validation', 'validation error', { data })
 }
@@ -104,7 +114,7 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
   const config = validateAgainst(def.configSchema, input.config ?? {}, 'config', data)
   const credentials = validateAgainst(def.credentialsSchema, input.credentials ?? {}, 'credentials', data)
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
-  if (Object.keys(data).length === 0) Object.assign(data, def.validate?.(config, credentials) ?? {})
+  await checkTypeReady(def, config, credentials, data)
   if (Object.keys(data).length) fail(data)
 
   const now = ctx.now()
@@ -158,7 +168,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
   // disable, a secret rotation), so concurrent updates all persist. Each retry follows a write that landed.
   for (;;) {
     const existing = await requireDestination(ctx, tenantId, id)
-    const record = patched(ctx, existing, input)
+    const record = await patched(ctx, existing, input)
     const outcome = await ctx.storage.updateDestination(record, existing.updated_at)
     if (outcome === 'missing') throw notFound('destination', id)
     if (outcome === 'stale') continue
@@ -168,7 +178,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
 }
 
 /** The destination after a PATCH: merged, validated as a whole (422), credentials prepared and sealed. */
-function patched(ctx: EngineContext, existing: DestinationRecord, input: v.InferOutput<typeof UpdateDestinationSchema>): DestinationRecord {
+async function patched(ctx: EngineContext, existing: DestinationRecord, input: v.InferOutput<typeof UpdateDestinationSchema>): Promise<DestinationRecord> {
   const def = destinationType(existing.type)
   const data: ErrorData = {}
   const storedCredentials = unsealCredentials(existing.credentials, ctx.credentialKeys, ownerOf(existing))
@@ -181,7 +191,7 @@ function patched(ctx: EngineContext, existing: DestinationRecord, input: v.Infer
   if (mergedCredentials === null && def.credentialsRequired) data.credentials = 'required'
   const credentials = validateAgainst(def.credentialsSchema, mergedCredentials ?? {}, 'credentials', data)
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
-  if (Object.keys(data).length === 0) Object.assign(data, def.validate?.(config, credentials) ?? {})
+  await checkTypeReady(def, config, credentials, data)
   if (Object.keys(data).length) fail(data)
 
   const now = ctx.now()

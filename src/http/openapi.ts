@@ -1,6 +1,6 @@
 import { type ConversionConfig, type JsonSchema, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema'
 import type * as v from 'valibot'
-import { DateTimeSchema, RepeatedStringSchema } from '../model/common.js'
+import { bodyShape, DateTimeSchema, ObjectCheck, RepeatedStringSchema } from '../model/common.js'
 import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } from '../model/destination.js'
 import { DestinationTypeInfoSchema, FieldSpecSchema } from '../model/destination-type.js'
 import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
@@ -8,6 +8,7 @@ import { HealthReportSchema } from '../model/health.js'
 import { MetricsDataPointSchema, MetricsMetadataSchema, MetricsResponseSchema } from '../model/metrics.js'
 import { PaginationSchema } from '../model/pagination.js'
 import { TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
+import { destinationSchemas } from './openapi-destinations.js'
 import type { RouteSpec } from './routes.js'
 import {
   ErrorBodySchema,
@@ -26,17 +27,18 @@ type JsonObject = Record<string, unknown>
 const namedSchemas = {
   Tenant: TenantSchema,
   TenantPage: TenantPageSchema,
-  UpsertTenant: UpsertTenantSchema,
+  UpsertTenant: bodyShape(UpsertTenantSchema),
   Pagination: PaginationSchema,
   Destination: DestinationSchema,
-  CreateDestination: CreateDestinationSchema,
-  UpdateDestination: UpdateDestinationSchema,
+  // Replaced by one variant per destination type (openapi-destinations.ts); named here so every use is a $ref.
+  CreateDestination: bodyShape(CreateDestinationSchema),
+  UpdateDestination: bodyShape(UpdateDestinationSchema),
   DestinationTypeSchema: DestinationTypeInfoSchema,
   DestinationTypeField: FieldSpecSchema,
   Event: EventSchema,
   EventPage: EventPageSchema,
   DeliveryAttempt: DeliveryAttemptSchema,
-  Publish: PublishSchema,
+  Publish: bodyShape(PublishSchema),
   PublishResult: PublishResultSchema,
   MetricsResponse: MetricsResponseSchema,
   MetricsDataPoint: MetricsDataPointSchema,
@@ -69,6 +71,8 @@ function oneOrManyItem(schema: Node): Node | undefined {
  */
 function overrideSchema({ valibotSchema }: { valibotSchema: unknown }): JsonSchema | undefined {
   if (valibotSchema === DateTimeSchema) return { type: 'string', format: 'date-time' }
+  // A free-form JSON object; objectBody's strict objects are documented through bodyShape instead.
+  if (valibotSchema === ObjectCheck) return { type: 'object' }
   if (valibotSchema === RepeatedStringSchema.pipe[0]) return { type: 'array', items: { type: 'string' } }
   const item = oneOrManyItem(valibotSchema as Node)
   if (item) {
@@ -151,6 +155,14 @@ function errorResponses(route: RouteSpec): JsonObject {
   return errors
 }
 
+const tagDescriptions: Record<RouteSpec['tag'], string> = {
+  Tenants: 'Tenants own destinations and events. Creating, listing and deleting them, portal redirects and tenant tokens need the admin key.',
+  Destinations: 'Where a tenant\'s events go: one of the destination types, with its topics, filter, config and credentials.',
+  'Destination types': 'The types a destination can have, with the fields of their config and credentials and setup instructions.',
+  Events: 'Published events, their delivery to each destination and every attempt, and manual retries.',
+  Service: 'Publishing events, health checks and this document.',
+}
+
 function operation(route: RouteSpec): JsonObject {
   const security = { public: [], admin: [{ adminKey: [] }], tenant: [{ adminKey: [] }, { tenantToken: [] }], token: [{ adminKey: [] }, { tenantToken: [] }] }
   const responses: JsonObject = {}
@@ -168,7 +180,7 @@ function operation(route: RouteSpec): JsonObject {
     ],
     responses: { ...responses, ...errorResponses(route) },
   }
-  if (route.body) op.requestBody = { required: route.body.required, content: { 'application/json': { schema: convert(route.body.schema) } } }
+  if (route.body) op.requestBody = { required: route.body.required, content: { 'application/json': { schema: convert(bodyShape(route.body.schema)) } } }
   if (route.deprecated) op.deprecated = true
   return op
 }
@@ -184,18 +196,20 @@ export function buildOpenApiDocument(specs: RouteSpec[], { serverUrl = '/api/v1'
   const paths: Record<string, JsonObject> = {}
   for (const route of specs) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route)
   const { definitions: _self, ...defsConfig } = config
-  const schemas = Object.fromEntries(
+  const schemas: Record<string, JsonSchema> = Object.fromEntries(
     Object.entries(toJsonSchemaDefs(namedSchemas, defsConfig)).map(([name, { $schema: _dialect, ...json }]) => [name, json]),
   )
+  Object.assign(schemas, destinationSchemas(convert, schemas.UpdateDestination!))
   return {
     openapi: '3.1.0',
     info: {
       title: 'Outflow API',
       version: '1.0.0',
       description: 'Multi-tenant event delivery: tenants, destinations, destination type schemas, events and delivery attempts.',
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: serverUrl }],
-    tags: [...new Set(specs.map((r) => r.tag))].map((name) => ({ name })),
+    tags: [...new Set(specs.map((r) => r.tag))].map((name) => ({ name, description: tagDescriptions[name] })),
     paths,
     components: {
       schemas,

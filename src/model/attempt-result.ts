@@ -1,8 +1,35 @@
 import * as v from 'valibot'
 
-/** Why an attempt failed, recorded on the attempt so the log says why. */
-export const ErrorKindSchema = v.picklist(['authentication', 'not_found', 'throttled', 'network', 'timeout', 'rejected', 'ssrf', 'configuration', 'unknown'])
-export type ErrorKind = v.InferOutput<typeof ErrorKindSchema>
+/**
+ * Why an attempt failed, recorded on the attempt so the log says why (README › Failure kinds). Values are
+ * only ever added: rows stored by earlier releases keep their meaning.
+ */
+export const errorKinds = {
+  authentication: 'The receiver refused the credentials: HTTP 401 or 403, a refused login, a denied permission.',
+  not_found: 'The receiver or the resource it names does not exist: HTTP 404, an unknown queue, topic, stream, bucket or exchange.',
+  throttled: 'The receiver asked to slow down: HTTP 429, a throughput or quota limit.',
+  rejected: 'A service refused this message or request: too large, invalid attributes, a broker nack.',
+  redirect: 'An HTTP receiver answered with a redirect (3xx), which is not followed.',
+  http_4xx: 'An HTTP receiver answered with a 4xx status not named above (400, 405, 410, 413, …).',
+  http_5xx: 'The receiver failed on its side: HTTP 5xx (from a webhook, a relay or an AWS service).',
+  timeout: 'No complete answer before the attempt deadline (`delivery.timeoutMs`), or the service reported a timeout.',
+  dns: 'The host name did not resolve.',
+  connection_refused: 'Nothing accepted the connection at that address and port.',
+  tls: 'The TLS handshake failed: an untrusted or expired certificate, a name mismatch, no common protocol.',
+  network: 'The connection failed or broke otherwise (reset, unreachable network, closed by the peer).',
+  ssrf: 'The address is on a private, loopback or link-local network, refused unless `allowPrivateNetworks` is set.',
+  configuration: "The destination's settings cannot be used as stored (no signing secret, unreadable credentials, a template that fails).",
+  sdk_missing: 'The optional package the destination type needs is not installed (or fails to load) in the delivering process.',
+  unknown: 'Anything else.',
+} as const
+
+export type ErrorKind = keyof typeof errorKinds
+
+/** `error_kind` of a failed attempt: one of `errorKinds`, each described in the OpenAPI document. */
+export const ErrorKindSchema = v.pipe(
+  v.picklist(Object.keys(errorKinds) as [ErrorKind, ...ErrorKind[]]),
+  v.description(`Why the attempt failed:\n${Object.entries(errorKinds).map(([kind, meaning]) => `- \`${kind}\`: ${meaning}`).join('\n')}`),
+)
 
 /** The outcome of one attempt, as a publisher reports it. */
 export const AttemptResultSchema = v.object({

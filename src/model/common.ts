@@ -38,9 +38,15 @@ function withinJsonDepth<T>() {
   return v.check<T, string>((x) => !nestsDeeperThan(x, maxJsonDepth), tooDeepMessage)
 }
 
+/**
+ * The first step of every object schema here: a JSON object, not an array (valibot's object and record schemas
+ * accept arrays) and not null. The OpenAPI document describes it as `{ "type": "object" }`.
+ */
+export const ObjectCheck = v.custom<unknown>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object')
+
 /** A JSON object (not an array, not null), nested at most `maxJsonDepth` levels. */
 export const JsonObjectSchema = v.pipe(
-  v.custom<unknown>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object'),
+  ObjectCheck,
   v.record(v.string(), v.unknown()),
   withinJsonDepth<Record<string, unknown>>(),
 )
@@ -54,7 +60,19 @@ export type JsonObject = Record<string, unknown>
  * keys), so a JSON array is refused first with one clear message.
  */
 export function objectBody<S extends v.GenericSchema>(schema: S) {
-  return v.pipe(v.custom<unknown>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object'), schema)
+  return v.pipe(ObjectCheck, schema)
+}
+
+/**
+ * The object schema inside `objectBody(schema)` (optional or not), or `schema` itself: what a body is documented as.
+ *
+ * @example
+ * bodyShape(CreateDestinationSchema) // the strict object of its fields
+ */
+export function bodyShape(schema: v.GenericSchema): v.GenericSchema {
+  const { type, wrapped, pipe } = schema as { type: string; wrapped?: v.GenericSchema; pipe?: readonly v.GenericSchema[] }
+  if (type === 'optional' && wrapped) return bodyShape(wrapped)
+  return pipe?.[0] === ObjectCheck && pipe[1] ? pipe[1] : schema
 }
 
 /** A flat map of string values, e.g. metadata sent as headers. */

@@ -1,6 +1,7 @@
 import * as v from 'valibot'
 import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, objectBody, RepeatedStringSchema, StringMapSchema, queryInt } from './common.js'
 import { TopicSchema } from './destination.js'
+import { ErrorKindSchema } from './attempt-result.js'
 
 export const EventStatusSchema = v.picklist(['success', 'failed'], 'must be "success" or "failed"')
 
@@ -28,7 +29,7 @@ export const DeliveryAttemptSchema = v.object({
   response_body: v.nullable(v.string()),
   response_headers: v.nullable(StringMapSchema),
   error: v.optional(v.nullable(v.string())),
-  error_kind: v.optional(v.nullable(v.string())),
+  error_kind: v.optional(v.nullable(ErrorKindSchema)),
   duration_ms: v.optional(v.nullable(v.number())),
   attempt_number: v.optional(v.number()),
   manual: v.optional(v.boolean()),

@@ -1,6 +1,7 @@
 import type { LookupAddress } from 'node:dns'
 import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
 import type { AttemptResult } from '../model/attempt-result.js'
+import { transportErrorKind } from './transport-error.js'
 
 /** Whether tenant-supplied hosts may be private addresses (the engine's `allowPrivateNetworks`). */
 export interface NetworkPolicy {
@@ -49,7 +50,8 @@ export function resolvePublicHost(hostname: string, context: NetworkPolicy, fami
 }
 
 /**
- * The failed attempt of a `resolvePublicHost` rejection: `ssrf` for a private address, else `network`.
+ * The failed attempt of a `resolvePublicHost` rejection: `ssrf` for a private address, `dns` for a name that did
+ * not resolve, else `network`.
  *
  * @example
  * catch (err) { return hostFailure(err, 'localhost') } // { ok: false, error_kind: 'ssrf', error: '… (localhost resolves to 127.0.0.1) …' }
@@ -58,5 +60,6 @@ export function hostFailure(err: unknown, hostname: string): AttemptResult {
   const e = err as { code?: unknown; message?: unknown } | null
   if (e?.code === SSRF_ERROR_CODE) return { ok: false, error_kind: 'ssrf', error: String(e.message) }
   const code = typeof e?.code === 'string' ? e.code : 'error'
-  return { ok: false, error_kind: 'network', error: `could not resolve ${hostname}: ${code}` }
+  const kind = transportErrorKind(err)
+  return { ok: false, error_kind: kind === 'dns' || kind === 'timeout' ? kind : 'network', error: `could not resolve ${hostname}: ${code}` }
 }

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream'
 import { Pool } from 'undici'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
+import { errorCodes, transportErrorKind } from './transport-error.js'
 
 /** Response bodies are recorded up to this many bytes (DESIGN §3: 16 KiB). */
 export const RESPONSE_BODY_LIMIT = 16 * 1024
@@ -110,36 +111,26 @@ function flattenHeaders(headers: Record<string, string | string[] | undefined>):
   return flat
 }
 
-/** Codes found on an error, its causes and (for happy-eyeballs connects) its aggregated errors. */
-function errorCodes(err: unknown, depth = 0): string[] {
-  if (typeof err !== 'object' || err === null || depth > 4) return []
-  const e = err as { code?: unknown; cause?: unknown; errors?: unknown }
-  const own = typeof e.code === 'string' ? [e.code] : []
-  const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => errorCodes(x, depth + 1)) : []
-  return [...own, ...errorCodes(e.cause, depth + 1), ...nested]
-}
-
-const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'])
-
 function toDeliveryError(err: unknown, signal: AbortSignal): DeliveryError {
   if (err instanceof DeliveryError) return err
   if (signal.aborted) {
     return signal.reason instanceof DeliveryError ? signal.reason : new DeliveryError('timeout', 'no complete response before the deadline', { cause: signal.reason })
   }
-  const codes = errorCodes(err)
   const message = err instanceof Error ? err.message : String(err)
-  if (codes.includes(SSRF_ERROR_CODE)) {
+  const kind = transportErrorKind(err) ?? 'network'
+  if (kind === 'ssrf') {
     const ssrf = [err, (err as { cause?: unknown }).cause].find((e) => (e as { code?: unknown })?.code === SSRF_ERROR_CODE)
     return new DeliveryError('ssrf', ssrf instanceof Error ? ssrf.message : message, { cause: err })
   }
-  if (codes.some((code) => timeoutCodes.has(code))) return new DeliveryError('timeout', message, { cause: err })
-  const code = codes[0]
-  return new DeliveryError('network', code && !message.includes(code) ? `${code}: ${message}` : message, { cause: err })
+  // undici says "fetch failed" or "other side closed"; the socket's code says what happened.
+  const code = errorCodes(err)[0]
+  return new DeliveryError(kind, code && !message.includes(code) ? `${code}: ${message}` : message, { cause: err })
 }
 
 /**
  * POST through a pooled keep-alive connection; never follows redirects.
- * Throws `DeliveryError` with kind `ssrf`, `timeout`, `network` (or `configuration` for an unusable URL).
+ * Throws `DeliveryError` with kind `ssrf`, `dns`, `tls`, `connection_refused`, `timeout`, `network` (or
+ * `configuration` for an unusable URL).
  *
  * @example
  * const res = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks: false, signal: AbortSignal.timeout(10_000) })
@@ -182,11 +173,19 @@ export function parseRetryAfter(value: string | undefined, now: number = Date.no
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
-function errorKindForStatus(status: number): ErrorKind {
+/**
+ * The kind of a failed HTTP answer (webhook, relay).
+ *
+ * @example
+ * errorKindForStatus(502) // 'http_5xx'
+ */
+export function errorKindForStatus(status: number): ErrorKind {
   if (status === 401 || status === 403) return 'authentication'
   if (status === 404) return 'not_found'
   if (status === 429) return 'throttled'
-  if (status >= 300 && status < 500) return 'rejected'
+  if (status >= 300 && status < 400) return 'redirect'
+  if (status >= 400 && status < 500) return 'http_4xx'
+  if (status >= 500 && status < 600) return 'http_5xx'
   return 'unknown'
 }
 

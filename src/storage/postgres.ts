@@ -1,5 +1,4 @@
 import { sql } from 'drizzle-orm'
-import { drizzle } from 'drizzle-orm/postgres-js'
 import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import type PostgresJs from 'postgres'
 import { loadPeer } from '../load-peer.js'
@@ -33,6 +32,8 @@ const workChannel = 'outflow_work'
 export function postgres(options: PostgresOptions): () => Promise<Storage> {
   return async () => {
     const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres', 'Postgres storage')
+    // drizzle's driver module imports postgres itself: loaded after it, so a missing driver is the error above.
+    const { drizzle } = await import('drizzle-orm/postgres-js')
     const client = connect(options.url, { max: options.max ?? 10, onnotice: () => {} })
     const db = drizzle({ client, schema }) as unknown as Db
     const ctx: SqlContext = {

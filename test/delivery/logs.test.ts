@@ -98,12 +98,12 @@ for (const kind of engineKinds()) {
         [30, 'delivery attempt failed; retry scheduled', 1],
         [40, 'delivery failed; no attempts left', 2],
       ])
-      expect(relayLines[0]).toMatchObject({ status: 'failed', status_code: 500, error_kind: 'unknown', destination_type: 'relay', next_attempt_at: expect.any(String) })
+      expect(relayLines[0]).toMatchObject({ status: 'failed', status_code: 500, error_kind: 'http_5xx', destination_type: 'relay', next_attempt_at: expect.any(String) })
       expect(attemptLines.filter((r) => r.destination_id === broker.id)).toEqual([
-        expect.objectContaining({ level: 30, error_kind: 'network', destination_type: 'amqp_broker' }),
-        expect.objectContaining({ level: 40, error_kind: 'network' }),
+        expect.objectContaining({ level: 30, error_kind: 'connection_refused', destination_type: 'amqp_broker' }),
+        expect.objectContaining({ level: 40, error_kind: 'connection_refused' }),
       ])
-      expect(attemptLines.find((r) => r.destination_id === gone.id)).toMatchObject({ level: 40, status_code: 410, error_kind: 'rejected' })
+      expect(attemptLines.find((r) => r.destination_id === gone.id)).toMatchObject({ level: 40, status_code: 410, error_kind: 'http_4xx' })
       expect(all).toContainEqual(expect.objectContaining({ level: 40, msg: 'destination disabled: the receiver answered 410 Gone', destination_id: gone.id }))
       expect(all).toContainEqual(expect.objectContaining({ level: 40, msg: 'destination disabled after consecutive failures', tenant_id: 'acme' }))
     })

@@ -97,7 +97,7 @@ for (const kind of engineKinds()) {
       const exhausted = atSink.find((e) => e.topic === 'alert.attempt.exhausted_retries')!
       expect(exhausted.data).toMatchObject({
         event: { id: retried.id, topic: 'order.created' },
-        attempt: { attempt_number: 2, status: 'failed', response_status_code: 500, error_kind: 'unknown' },
+        attempt: { attempt_number: 2, status: 'failed', response_status_code: 500, error_kind: 'http_5xx' },
         destination: { id: bad.id, type: 'webhook', target: expect.any(String), topics: ['order.created'] },
       })
       expect(exhausted.data.destination).not.toHaveProperty('credentials')

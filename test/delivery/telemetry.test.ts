@@ -89,7 +89,7 @@ for (const kind of engineKinds()) {
       const failedSpan = attempts.find((s) => s.attributes['outflow.destination.id'] === failing.id)!
       expect(okSpan.attributes).toMatchObject({ 'outflow.attempt.status': 'success', 'http.response.status_code': 200 })
       expect(okSpan.attributes['error.type']).toBeUndefined()
-      expect(failedSpan.attributes).toMatchObject({ 'outflow.attempt.status': 'failed', 'http.response.status_code': 500, 'error.type': 'unknown' })
+      expect(failedSpan.attributes).toMatchObject({ 'outflow.attempt.status': 'failed', 'http.response.status_code': 500, 'error.type': 'http_5xx' })
       expect(failedSpan.status.code).toBe(2) // ERROR
       // The receiver sees the attempt span as the parent of whatever it does with the request.
       const traceparent = (path: string) => receiver.on(path).find((r) => r.headers['webhook-id'] === published.id)!.headers.traceparent

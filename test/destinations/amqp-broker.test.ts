@@ -157,10 +157,10 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
     }
   })
 
-  it('reports an unreachable broker as a network failure', async () => {
+  it('reports a broker that refuses the connection as connection_refused', async () => {
     const publisher = await publishers.open({ server_url: `127.0.0.1:${await closedPort()}`, exchange })
     try {
-      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
     } finally {
       await publisher.close()
     }

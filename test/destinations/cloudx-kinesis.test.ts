@@ -88,8 +88,8 @@ describe('cloudx_kinesis destination (kinesalite)', () => {
     expect(await deliver({}, message(), { context: { allowPrivateNetworks: false } })).toMatchObject({ ok: false, error_kind: 'ssrf' })
   })
 
-  it('reports an unreachable endpoint as a network failure', async () => {
-    expect(await deliver({ endpoint: `http://127.0.0.1:${await closedPort()}` }, message())).toMatchObject({ ok: false, error_kind: 'network' })
+  it('reports an endpoint that refuses the connection as connection_refused', async () => {
+    expect(await deliver({ endpoint: `http://127.0.0.1:${await closedPort()}` }, message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
   })
 })
 

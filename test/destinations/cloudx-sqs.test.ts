@@ -150,11 +150,11 @@ describe('cloudx_sqs destination', () => {
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'rejected' })
     })
 
-    it('reports an unreachable endpoint as network', async () => {
+    it('reports an endpoint that refuses the connection as connection_refused', async () => {
       const port = await closedPort()
       const publisher = await publisherFor({ queue_url: `http://127.0.0.1:${port}/000000000000/orders` })
       const result = await publisher.publish(message())
-      expect(result).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(result).toMatchObject({ ok: false, error_kind: 'connection_refused' })
       expect(result.error).toContain('ECONNREFUSED')
     })
   })
@@ -199,7 +199,7 @@ describe('cloudx_sqs destination', () => {
 
     it('does not refuse a public AWS queue URL: the attempt goes on to the socket (stopped here by the sentinel)', async () => {
       const result = await guardedPublish({ queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders' })
-      expect(result).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(result).toMatchObject({ ok: false, error_kind: 'connection_refused' })
       expect(stopped.splice(0)).toEqual(['sqs.us-east-1.amazonaws.com'])
     })
   })

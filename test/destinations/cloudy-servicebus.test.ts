@@ -96,11 +96,11 @@ describe('cloudy_servicebus destination', () => {
       expect(result.error).toContain('ServiceBusy')
     })
 
-    it('reports an unreachable namespace as network', async () => {
+    it('reports a namespace that refuses the connection as connection_refused', async () => {
       const port = await closedPort()
       const publisher = await publisherFor('orders', `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=${keyName};SharedAccessKey=${key};UseDevelopmentEmulator=true`)
       const result = await publisher.publish(message())
-      expect(result).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(result).toMatchObject({ ok: false, error_kind: 'connection_refused' })
       expect(JSON.stringify(result)).not.toContain(key)
     })
 
@@ -140,7 +140,7 @@ describe('cloudy_servicebus destination', () => {
       const asked = stubDns(answers)
       const publisher = await guardedPublisher(`Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=${keyName};SharedAccessKey=${key}`)
       // Public: the SDK goes on to connect, by name (TLS checks the certificate against it), and the sentinel stops it.
-      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
       expect(new Set(stopped.splice(0))).toEqual(new Set(['acme.servicebus.windows.net']))
       answers['acme.servicebus.windows.net'] = '10.1.2.3'
       const result = await publisher.publish(message())
@@ -153,7 +153,7 @@ describe('cloudy_servicebus destination', () => {
     it('pins an emulator named by DNS to the address it checked, so the SDK never resolves the name itself', async () => {
       stubDns({ 'sb-emulator.example': '93.184.216.34' })
       const publisher = await guardedPublisher(emulatorString('sb://sb-emulator.example:5672'))
-      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
       expect(new Set(stopped.splice(0))).toEqual(new Set(['93.184.216.34']))
     })
   })

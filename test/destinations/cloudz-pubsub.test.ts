@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js'
 import * as v from 'valibot'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cloudzPubsub, pubsubDestinationIssues } from '../../src/destinations/cloudz-pubsub.js'
+import { googleCredentialTypes } from '../../src/destinations/google-credentials.js'
 import { resolvePublicHost } from '../../src/net/endpoint-guard.js'
 import { OutflowError } from '../../src/errors.js'
 import { startFakePubsub, type FakePubsub } from '../fakes/pubsub-server.js'
@@ -17,6 +18,35 @@ const serviceAccount = JSON.stringify({
   private_key: '-----BEGIN PRIVATE KEY-----\nMIIfake\n-----END PRIVATE KEY-----\n',
   client_email: 'outflow@outflow-test.iam.gserviceaccount.com',
 })
+
+/** One credential JSON of each type google-auth-library accepts (and Outflow allows), shaped as Google issues them. */
+const googleCredentials = {
+  service_account: JSON.parse(serviceAccount) as Record<string, unknown>,
+  authorized_user: { type: 'authorized_user', client_id: '1234.apps.googleusercontent.com', client_secret: 'd-FL95Q19q7MQmFpd7hHD0Ty', refresh_token: '1//0gWv-refresh-token-value', quota_project_id: project },
+  external_account: {
+    type: 'external_account',
+    audience: '//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/acme-pool/providers/acme-oidc',
+    subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+    token_url: 'https://sts.googleapis.com/v1/token',
+    service_account_impersonation_url: 'https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/publisher@outflow-test.iam.gserviceaccount.com:generateAccessToken',
+    credential_source: { url: 'https://idp.acme.example/token', headers: { authorization: 'Bearer idp-token-value' }, format: { type: 'json', subject_token_field_name: 'id_token' } },
+  },
+  external_account_authorized_user: {
+    type: 'external_account_authorized_user',
+    audience: '//iam.googleapis.com/locations/global/workforcePools/acme-pool/providers/acme-oidc',
+    client_id: 'client-id-value',
+    client_secret: 'client-secret-value',
+    refresh_token: 'refresh-token-value',
+    token_url: 'https://sts.googleapis.com/v1/oauthtoken',
+    token_info_url: 'https://sts.googleapis.com/v1/introspect',
+  },
+  impersonated_service_account: {
+    type: 'impersonated_service_account',
+    service_account_impersonation_url: 'https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/publisher@outflow-test.iam.gserviceaccount.com:generateAccessToken',
+    source_credentials: { type: 'authorized_user', client_id: '1234.apps.googleusercontent.com', client_secret: 'source-secret-value', refresh_token: '1//0g-source-refresh' },
+    delegates: [],
+  },
+}
 
 const message = messageBuilder({
   id: 'evt_1',
@@ -120,9 +150,15 @@ describe('cloudz_pubsub destination', () => {
       }
     })
 
-    it('reports an unreachable emulator as network', async () => {
+    it('reports an emulator that refuses the connection as connection_refused', async () => {
       const publisher = await publisherFor('orders', `127.0.0.1:${await closedPort()}`)
-      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
+    })
+
+    it.each(Object.keys(googleCredentials))('creates a publisher for Google with a %s credential (nothing is sent until a publish)', async (type) => {
+      const key = googleCredentials[type as keyof typeof googleCredentials]
+      const publisher = await publishers.open({ project_id: project, topic: 'orders' }, { credentials: { service_account_json: JSON.stringify(key) } })
+      await publisher.close()
     })
 
     it('refuses to create a publisher for Google without a complete service-account key', async () => {
@@ -172,7 +208,7 @@ describe('cloudz_pubsub destination', () => {
       const asked = stubDns(answers)
       const publisher = await guardedPublisher('pubsub-emulator.example:8085')
       // Public: the SDK connects to the checked address, never resolving the name itself; the sentinel stops it.
-      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })
       expect(new Set(stopped.splice(0))).toEqual(new Set(['93.184.216.34']))
       answers['pubsub-emulator.example'] = '10.1.2.3'
       expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'ssrf' })
@@ -211,13 +247,61 @@ describe('cloudz_pubsub destination', () => {
       expect(credentials({ service_account_json: serviceAccount, key: 'x' }).success).toBe(false)
     })
 
-    it('needs a complete service-account key unless the endpoint is an emulator', () => {
-      expect(pubsubDestinationIssues({ project_id: project, topic: 'orders' }, { service_account_json: serviceAccount })).toBeUndefined()
-      expect(pubsubDestinationIssues({ project_id: project, topic: 'orders', endpoint: 'localhost:8085' }, { service_account_json: '{}' })).toBeUndefined()
-      expect(pubsubDestinationIssues({ project_id: project, topic: 'orders' }, { service_account_json: '{}' })).toEqual({
-        'credentials.service_account_json': 'must be a service account key: missing type, project_id, private_key, client_email',
+    it('needs a credential JSON only when the endpoint is not an emulator', async () => {
+      expect(await pubsubDestinationIssues({ project_id: project, topic: 'orders' }, { service_account_json: serviceAccount })).toBeUndefined()
+      expect(await pubsubDestinationIssues({ project_id: project, topic: 'orders', endpoint: 'localhost:8085' }, { service_account_json: '{}' })).toBeUndefined()
+      expect(await pubsubDestinationIssues({ project_id: project, topic: 'orders' }, { service_account_json: '{}' })).toEqual({
+        'credentials.service_account_json': `type must be one of ${googleCredentialTypes.join(', ')}`,
       })
-      expect(pubsubDestinationIssues({ project_id: project, topic: 'orders', endpoint: 'pubsub.googleapis.com:443' }, { service_account_json: '{}' })).toBeDefined()
+      expect(await pubsubDestinationIssues({ project_id: project, topic: 'orders', endpoint: 'pubsub.googleapis.com:443' }, { service_account_json: '{}' })).toBeDefined()
+    })
+
+    const issue = async (key: unknown) => (await pubsubDestinationIssues({ project_id: project, topic: 'orders' }, { service_account_json: JSON.stringify(key) }))?.['credentials.service_account_json']
+
+    it.each(Object.entries(googleCredentials))('accepts what google-auth-library accepts: %s', async (_name, key) => {
+      expect(await issue(key)).toBeUndefined()
+    })
+
+    it.each([
+      ['a service account without its key', { ...JSON.parse(serviceAccount), private_key: undefined }, 'is not a credential Google accepts: The incoming JSON object does not contain a private_key field'],
+      ['an authorized user without a refresh token', { ...googleCredentials.authorized_user, refresh_token: undefined }, 'is not a credential Google accepts: The incoming JSON object does not contain a refresh_token field'],
+      ['workload identity without a credential source', { ...googleCredentials.external_account, credential_source: undefined }, 'is not a credential Google accepts: A credential source or subject token supplier must be specified'],
+      ['impersonation without a source', { ...googleCredentials.impersonated_service_account, source_credentials: undefined }, 'source_credentials must be a JSON object'],
+      ['an unknown type', { ...googleCredentials.authorized_user, type: 'gdch_service_account' }, `type must be one of ${googleCredentialTypes.join(', ')}`],
+    ])('refuses %s, in the words of the library where it decides', async (_name, key, message) => {
+      expect(await issue(key)).toContain(message)
+    })
+
+    it.each([
+      ['a credential_source file of the host', { file: '/var/run/secrets/kubernetes.io/serviceaccount/token' }, 'credential_source.file is not accepted: it reads a file of the Outflow host'],
+      ['a program on the host', { executable: { command: '/bin/cat /etc/passwd' } }, 'credential_source.executable is not accepted'],
+      ["the host's AWS identity", { environment_id: 'aws1', region_url: 'http://169.254.169.254/latest/meta-data/placement/availability-zone' }, 'credential_source.environment_id is not accepted'],
+      ['certificates of the host', { certificate: { use_default_certificate_config: true } }, 'credential_source.certificate is not accepted'],
+      ['the metadata server', { url: 'http://169.254.169.254/metadata/identity/oauth2/token' }, 'credential_source.url must be an https:// URL of a public host'],
+      ['a private address over https', { url: 'https://10.0.0.5/token' }, 'credential_source.url must be an https:// URL of a public host'],
+    ])('refuses workload identity that reads %s (a tenant must not use the host)', async (_name, source, message) => {
+      expect(await issue({ ...googleCredentials.external_account, credential_source: source })).toMatch(new RegExp(`^${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`))
+    })
+
+    it.each([
+      ['token_url', { ...googleCredentials.external_account, token_url: 'https://collector.example/token' }, 'token_url must be an https:// URL of googleapis.com'],
+      ['service_account_impersonation_url', { ...googleCredentials.impersonated_service_account, service_account_impersonation_url: 'https://collector.example/x:generateAccessToken' }, 'service_account_impersonation_url must be an https:// URL of googleapis.com'],
+      ['universe_domain', { ...googleCredentials.authorized_user, universe_domain: 'collector.example' }, 'universe_domain must be googleapis.com'],
+      [
+        'a source credential reading a file',
+        { ...googleCredentials.impersonated_service_account, source_credentials: { ...googleCredentials.external_account, credential_source: { file: '/etc/passwd' } } },
+        'source_credentials.credential_source.file is not accepted: it reads a file of the Outflow host; use credential_source.url',
+      ],
+    ])('refuses endpoints outside googleapis.com: %s', async (_name, key, message) => {
+      expect(await issue(key)).toBe(message)
+    })
+
+    it('never quotes a secret of the credential in its answer', async () => {
+      const leaky = { ...googleCredentials.impersonated_service_account, service_account_impersonation_url: `https://iamcredentials.googleapis.com/${'x'.repeat(300)}` }
+      const key = { ...leaky, source_credentials: { ...googleCredentials.authorized_user, client_secret: 'client-secret-value' } }
+      const message = await issue(key)
+      expect(message).toBeDefined()
+      expect(message).not.toContain('client-secret-value')
     })
 
     it('describes every accepted field and names the topic as target', () => {

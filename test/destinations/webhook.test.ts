@@ -163,7 +163,7 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
   it('records a 500 as a failed attempt with its status and body', async () => {
     receiver.respond = (_req, res) => res.writeHead(500).end('boom')
     const result = await (await publisherFor(receiver.url)).publish(message())
-    expect(result).toMatchObject({ ok: false, response_status_code: 500, response_body: 'boom', error_kind: 'unknown', error: 'HTTP 500' })
+    expect(result).toMatchObject({ ok: false, response_status_code: 500, response_body: 'boom', error_kind: 'http_5xx', error: 'HTTP 500' })
     expect(result.disable).toBeUndefined()
   })
 
@@ -177,7 +177,7 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
   it('asks to disable the destination on 410 Gone', async () => {
     receiver.respond = (_req, res) => res.writeHead(410).end()
     const result = await (await publisherFor(receiver.url)).publish(message())
-    expect(result).toMatchObject({ ok: false, response_status_code: 410, disable: true, error_kind: 'rejected' })
+    expect(result).toMatchObject({ ok: false, response_status_code: 410, disable: true, error_kind: 'http_4xx' })
   })
 
   it('turns 429 with Retry-After in seconds into retry_after_ms', async () => {
@@ -190,7 +190,7 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
     const at = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000)
     receiver.respond = (_req, res) => res.writeHead(503, { 'retry-after': at.toUTCString() }).end()
     const result = await (await publisherFor(receiver.url)).publish(message())
-    expect(result).toMatchObject({ ok: false, response_status_code: 503, error_kind: 'unknown' })
+    expect(result).toMatchObject({ ok: false, response_status_code: 503, error_kind: 'http_5xx' })
     // The header has one-second precision; an hour ahead leaves ample room for the request's own duration.
     expect(result.retry_after_ms).toBeGreaterThan(3_000_000)
     expect(result.retry_after_ms).toBeLessThanOrEqual(3_601_000)
@@ -199,7 +199,7 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
   it('does not follow a 302 and records it as a failure', async () => {
     receiver.respond = (req, res) => (req.url === '/hook' ? res.writeHead(302, { location: '/elsewhere' }).end() : res.end('moved here'))
     const result = await (await publisherFor(`${receiver.url}/hook`)).publish(message())
-    expect(result).toMatchObject({ ok: false, response_status_code: 302, error_kind: 'rejected' })
+    expect(result).toMatchObject({ ok: false, response_status_code: 302, error_kind: 'redirect' })
     expect(result.error).toMatch(/^HTTP 302/)
     expect(receiver.received.map((r) => r.url)).toEqual(['/hook'])
   })
@@ -226,12 +226,12 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
 })
 
 describe('webhook publisher network failures', () => {
-  it('reports a refused connection as a network error', async () => {
+  it('reports a refused connection as connection_refused', async () => {
     const closed = await startReceiver()
     const url = closed.url
     await closed.close()
     const result = await (await publisherFor(url)).publish(message())
-    expect(result).toMatchObject({ ok: false, error_kind: 'network', response_status_code: null })
+    expect(result).toMatchObject({ ok: false, error_kind: 'connection_refused', response_status_code: null })
     expect(result.error).toMatch(/ECONNREFUSED/)
   })
 })
@@ -288,15 +288,21 @@ describe('httpAttemptResult and parseRetryAfter', () => {
   it.each([
     [200, true, undefined],
     [204, true, undefined],
-    [301, false, 'rejected'],
-    [400, false, 'rejected'],
+    [301, false, 'redirect'],
+    [308, false, 'redirect'],
+    [400, false, 'http_4xx'],
     [401, false, 'authentication'],
     [403, false, 'authentication'],
     [404, false, 'not_found'],
-    [409, false, 'rejected'],
+    [409, false, 'http_4xx'],
+    [410, false, 'http_4xx'],
+    [413, false, 'http_4xx'],
     [429, false, 'throttled'],
-    [500, false, 'unknown'],
-    [502, false, 'unknown'],
+    [500, false, 'http_5xx'],
+    [502, false, 'http_5xx'],
+    [503, false, 'http_5xx'],
+    [599, false, 'http_5xx'],
+    [600, false, 'unknown'],
   ] as const)('HTTP %i: ok %s, error_kind %s', (status, ok, kind) => {
     const result = httpAttemptResult({ status, headers: {}, body: '' })
     expect(result.ok).toBe(ok)

@@ -104,6 +104,25 @@ for (const kind of engineKinds()) {
       expect(emulated.config.endpoint).toBe('localhost:8085')
     })
 
+    it('accepts a Pub/Sub authorized user and refuses malformed or host-reading credential JSON with 422 naming the field', async () => {
+      const base = { type: 'cloudz_pubsub', topics: '*', config: { project_id: 'my-project', topic: 'events' } }
+      const authorizedUser = { type: 'authorized_user', client_id: 'id.apps.googleusercontent.com', client_secret: 'client-secret-1', refresh_token: '1//refresh' }
+      const created = await outflow.createDestination(T, { ...base, credentials: { service_account_json: JSON.stringify(authorizedUser) } })
+      expect(created.credentials.service_account_json).toBe('{"ty****')
+      // PATCH validates the merged result again.
+      const patch = { credentials: { service_account_json: JSON.stringify({ ...authorizedUser, refresh_token: undefined }) } }
+      expect((await rejects(() => outflow.updateDestination(T, created.id, patch), 422)).data).toEqual({
+        'credentials.service_account_json': 'is not a credential Google accepts: The incoming JSON object does not contain a refresh_token field',
+      })
+      expect((await rejects(() => outflow.createDestination(T, { ...base, credentials: { service_account_json: '{"type": "authorized_user",' } }), 422)).data).toEqual({
+        'credentials.service_account_json': 'must be a Google credential JSON (e.g. the key file of a service account)',
+      })
+      const hostFile = { type: 'external_account', audience: '//iam.googleapis.com/x', subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', credential_source: { file: '/etc/hostname' } }
+      expect((await rejects(() => outflow.createDestination(T, { ...base, credentials: { service_account_json: JSON.stringify(hostFile) } }), 422)).data).toEqual({
+        'credentials.service_account_json': 'credential_source.file is not accepted: it reads a file of the Outflow host; use credential_source.url',
+      })
+    })
+
     it('accepts free-form relay config and webhook without credentials', async () => {
       const r = await outflow.createDestination(T, { type: 'relay', topics: '*', config: { url: 'https://relay.example.com', anything: { nested: true } }, credentials: { token: 'tok-123456' } })
       expect(r.config).toEqual({ url: 'https://relay.example.com', anything: { nested: true } })

@@ -1,4 +1,7 @@
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
+import { destinationRegistry } from '../../src/destinations/registry.js'
+import { errorKinds } from '../../src/model/attempt-result.js'
 import { routes } from '../../src/http/routes.js'
 import type { SuiteContext } from './support.js'
 
@@ -19,7 +22,34 @@ const specOperations = [
   'POST /publish', 'GET /healthz',
 ]
 
-type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, unknown> } }
+type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } }
+
+const aws = { key: 'AKIAOPENAPITEST', secret: 'openapi-secret-value' }
+/** A valid create body of each type (nothing is sent anywhere on create). */
+const createBodies: Record<string, { config?: unknown; credentials?: unknown }> = {
+  webhook: { config: { url: 'https://hooks.example.com/outflow', custom_headers: { 'x-team': 'ops' } } },
+  cloudx_sqs: { config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders' }, credentials: aws },
+  amqp_broker: { config: { server_url: 'rabbit.example.com:5672', exchange: 'events' }, credentials: { username: 'outflow', password: 'broker-password' } },
+  relay: { config: { url: 'https://relay.example.com/in', extra: { free: 'form' } }, credentials: { token: 'relay-token-value' } },
+  cloudx_kinesis: { config: { stream_name: 'orders', region: 'us-east-1', partition_key_template: 'data.id' }, credentials: { ...aws, session: 'session-token' } },
+  cloudy_servicebus: { config: { name: 'orders' }, credentials: { connection_string: 'Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=c2VjcmV0' } },
+  cloudx_s3: { config: { bucket: 'orders-archive', region: 'eu-west-1', storage_class: 'STANDARD_IA' }, credentials: aws },
+  cloudz_pubsub: {
+    config: { project_id: 'acme-project', topic: 'orders' },
+    credentials: { service_account_json: JSON.stringify({ type: 'authorized_user', client_id: 'id.apps.googleusercontent.com', client_secret: 'client-secret', refresh_token: '1//refresh' }) },
+  },
+}
+
+/** A validator of values against the document's components (OpenAPI 3.1 schemas are JSON Schema 2020-12). */
+function validatorOf(doc: Doc) {
+  // `discriminator` is an OpenAPI annotation; oneOf alone decides, since each variant fixes `type`.
+  const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+  ajv.addSchema({ $id: 'outflow.json', components: doc.components })
+  return (name: string, value: unknown) => {
+    const validate = ajv.getSchema(`outflow.json#/components/schemas/${name}`)!
+    return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`)
+  }
+}
 const param = (op: any, name: string) => op.parameters.find((p: { name: string }) => p.name === name)
 
 /** `GET /openapi.json`: a 3.1 document generated from the route table and its valibot schemas. */
@@ -108,6 +138,81 @@ export function describeOpenApi(ctx: SuiteContext): void {
       const refs = JSON.stringify(loaded).match(/"#\/components\/schemas\/[^"]+"/g) ?? []
       expect(refs.length).toBeGreaterThan(10)
       for (const ref of new Set(refs)) expect(loaded.components.schemas).toHaveProperty([ref.slice(22, -1)])
+    })
+
+    it('describes Destination and CreateDestination as one variant per type, discriminated on type', async () => {
+      const { components } = await load()
+      const types = Object.keys(destinationRegistry)
+      for (const [union, stem] of [['Destination', (t: string) => `${t}Destination`], ['CreateDestination', (t: string) => `Create${t}Destination`]] as const) {
+        const schema = components.schemas[union]
+        expect(schema.discriminator.propertyName).toBe('type')
+        expect(Object.keys(schema.discriminator.mapping)).toEqual(types)
+        expect(schema.oneOf).toHaveLength(types.length)
+        for (const type of types) {
+          const name = stem(type.replace(/(^|_)([a-z])/g, (_m: string, _s: string, c: string) => c.toUpperCase()))
+          expect(schema.discriminator.mapping[type]).toBe(`#/components/schemas/${name}`)
+          expect(components.schemas[name].properties.type).toEqual({ type: 'string', const: type })
+        }
+      }
+    })
+
+    it.each(Object.values(destinationRegistry).map((def) => [def.type, def] as const))('documents the config and credential fields of %s as its schemas and field specs say', async (type, def) => {
+      const { components } = await load()
+      const stem = type.replace(/(^|_)([a-z])/g, (_m: string, _s: string, c: string) => c.toUpperCase())
+      const create = components.schemas[`Create${stem}Destination`]
+      const response = components.schemas[`${stem}Destination`]
+      for (const [part, fields] of [['config', def.config_fields], ['credentials', def.credential_fields]] as const) {
+        const documented = create.properties[part]
+        expect(Object.keys(documented.properties).sort()).toEqual(fields.map((f) => f.key).sort())
+        for (const field of fields) expect(documented.properties[field.key].description).toBe(field.description)
+        // Free-form relay config aside, what the field specs require is what the schema requires.
+        if (type !== 'relay') expect([...documented.required].sort()).toEqual(fields.filter((f) => f.required).map((f) => f.key).sort())
+      }
+      expect(create.required.includes('config')).toBe(def.configRequired)
+      expect(create.required.includes('credentials')).toBe(def.credentialsRequired)
+      const revealed = new Set(def.revealedCredentials ?? [])
+      for (const field of def.credential_fields.filter((f) => f.sensitive && !revealed.has(f.key))) {
+        expect(response.properties.credentials.properties[field.key]).toEqual({ type: 'string', description: expect.stringContaining('Masked in responses') })
+      }
+    })
+
+    it('describes error_kind with every kind and what it means', async () => {
+      const { components } = await load()
+      const kind = components.schemas.DeliveryAttempt.properties.error_kind.anyOf[0]
+      expect(kind.enum).toEqual(Object.keys(errorKinds))
+      for (const [name, meaning] of Object.entries(errorKinds)) expect(kind.description).toContain(`\`${name}\`: ${meaning}`)
+    })
+
+    it('matches what the API accepts and answers for every type: bodies validate against CreateDestination, responses against Destination', async () => {
+      const doc = await load()
+      const errorsOf = validatorOf(doc)
+      const tenant = 'openapi-variants'
+      expect((await ctx.api('PUT', `/tenants/${tenant}`)).status).toBe(201)
+      try {
+        for (const [type, body] of Object.entries(createBodies)) {
+          const request = { id: `${type}-1`, type, topics: ['order.created'], ...body }
+          expect(errorsOf('CreateDestination', request), type).toEqual([])
+          const created = await ctx.api('POST', `/tenants/${tenant}/destinations`, { json: request })
+          expect(created.status, JSON.stringify(created.body)).toBe(201)
+          expect(errorsOf('Destination', created.body), type).toEqual([])
+          // The document refuses what the API refuses: another type's config (relay's is free-form), a missing required part.
+          const other = type === 'webhook' ? createBodies.cloudx_s3! : createBodies.webhook!
+          if (type !== 'relay') expect(errorsOf('CreateDestination', { ...request, config: other.config }), type).not.toEqual([])
+          if (destinationRegistry[type as keyof typeof destinationRegistry].credentialsRequired) {
+            const { credentials: _dropped, ...withoutCredentials } = request
+            expect(errorsOf('CreateDestination', withoutCredentials), type).not.toEqual([])
+            expect((await ctx.api('POST', `/tenants/${tenant}/destinations`, { json: withoutCredentials })).status).toBe(422)
+          }
+        }
+        const listed = await ctx.api('GET', `/tenants/${tenant}/destinations`)
+        expect(listed.body).toHaveLength(Object.keys(createBodies).length)
+        for (const destination of listed.body) expect(errorsOf('Destination', destination), destination.type).toEqual([])
+        const patched = await ctx.api('PATCH', `/tenants/${tenant}/destinations/webhook-1`, { json: { config: { custom_headers: null } } })
+        expect(errorsOf('UpdateDestination', { config: { custom_headers: null } })).toEqual([])
+        expect(errorsOf('Destination', patched.body)).toEqual([])
+      } finally {
+        await ctx.api('DELETE', `/tenants/${tenant}`)
+      }
     })
   })
 }
