@@ -90,10 +90,11 @@ describe('a host without the optional packages (a child process whose node_modul
       attempts: Record<string, { error_kind: string; error: string }>
     }
     let stored: Record<string, unknown>
-    const dir = mkdtempSync(join(tmpdir(), 'outflow-peers-'))
+    let dir: string
     const key = 'missing-peers-key-0123456789abcdef'
 
     beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'outflow-peers-'))
       // Created while the SDKs are installed (this process), then used by a host that lacks them all.
       const db = join(dir, 'outflow.db')
       const outflow = await createOutflow({ storage: sqlite({ path: db }), encryptionKey: key, jwtSecret: 'missing-peers-jwt-0123456789', auth: false, delivery: { worker: false } })
@@ -112,7 +113,7 @@ describe('a host without the optional packages (a child process whose node_modul
         host.remove()
       }
     }, 120_000)
-    afterAll(() => rmSync(dir, { recursive: true, force: true }))
+    afterAll(() => dir && rmSync(dir, { recursive: true, force: true }))
 
     it.each(sdkPackages)('refuses to create a %s destination with 422 naming npm install %s', (type, name) => {
       expect(result.created[type]).toEqual({
