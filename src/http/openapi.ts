@@ -160,6 +160,7 @@ const tagDescriptions: Record<RouteSpec['tag'], string> = {
   Destinations: 'Where a tenant\'s events go: one of the destination types, with its topics, filter, config and credentials.',
   'Destination types': 'The types a destination can have, with the fields of their config and credentials and setup instructions.',
   Events: 'Published events, their delivery to each destination and every attempt, and manual retries.',
+  Metrics: 'Aggregated event and attempt counts and rates over time, as Outpost\'s metrics API serves them. A tenant token sees its own tenant.',
   Service: 'Publishing events, health checks and this document.',
 }
 

@@ -80,7 +80,7 @@ for (const kind of storageKinds()) {
       // Each attempt belongs to a delivery of an event a month earlier (outside every range counted below).
       await s.insertEvents(
         writes.map(({ attempt: a }) => ({
-          event: { tenant_id: a.tenant_id, id: a.event_id, topic: a.topic, time: new Date('2026-02-01T00:00:00Z'), data: {}, metadata: {}, eligible_for_retry: true, created_at: new Date('2026-02-01T00:00:00Z') },
+          event: { tenant_id: a.tenant_id, id: a.event_id, topic: a.topic ?? 'order.created', time: new Date('2026-02-01T00:00:00Z'), data: {}, metadata: {}, eligible_for_retry: true, created_at: new Date('2026-02-01T00:00:00Z') },
           deliveries: [{ id: a.delivery_id, destination_id: a.destination_id, next_attempt_at: new Date('2026-02-01T00:00:00Z') }],
         })),
       )
