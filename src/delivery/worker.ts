@@ -177,6 +177,9 @@ export class DeliveryWorker {
         }
       }
       if (full) continue
+      // close() during the claim found no sleeper to wake: do not start one (the sleep is unref'd, so
+      // close() would wait a whole poll interval, or the process would exit with close() unfinished).
+      if (this.#stopping) break
       const woken = new Promise<void>((resolve) => (this.#wake = resolve))
       await Promise.race([sleep(Math.min(pollIntervalMs, leaseMs / 3), undefined, { ref: false }), woken])
       this.#wake = undefined
