@@ -10,7 +10,8 @@ export type { Logger }
 
 const positiveInt = (name: string) => v.pipe(v.number(), v.integer(`${name} must be an integer`), v.minValue(1, `${name} must be at least 1`))
 
-const OptionsSchema = v.object({
+/** The engine options `createOutflow` validates (without `storage` and `logger`); the CLI reads its settings with it too. */
+export const OptionsSchema = v.object({
   apiKey: v.optional(v.pipe(v.string(), v.minLength(16, 'apiKey must be at least 16 characters'))),
   jwtSecret: v.optional(v.pipe(v.string(), v.minLength(16, 'jwtSecret must be at least 16 characters'))),
   auth: v.optional(v.boolean(), true),
