@@ -391,7 +391,8 @@ export class DeliveryWorker {
     // Attempts already running may finish; queued ones are not started.
     for (const q of this.#perDestination.values()) q.clear()
     this.#global.clear()
-    const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false)])
+    // Unref'd: the attempts in flight keep the process alive; the timer alone must not (for drainTimeoutMs after close()).
+    const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false, { ref: false })])
     if (!drained) this.#ctx.options.logger.warn({ in_flight: this.#global.pending }, 'close: attempts still in flight after drainTimeoutMs; their leases are released')
     await this.#flush()
     // A worker that never started holds no lease (and an API-only process must not wait on storage here).

@@ -12,6 +12,7 @@ import { Webhook } from 'standardwebhooks'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import type { Outflow } from '../../src/engine.js'
+import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
@@ -65,7 +66,7 @@ const storages = [
     available: true,
     async create() {
       const path = join(dir, `serve-${Math.random().toString(36).slice(2)}.db`)
-      return { env: { OUTFLOW_SQLITE_PATH: path }, open: () => createOutflow({ storage: sqlite({ path }), auth: false, delivery: { worker: false } }) }
+      return { env: { OUTFLOW_SQLITE_PATH: path }, open: (options: Partial<OutflowOptions> = {}) => createOutflow({ storage: sqlite({ path }), auth: false, delivery: { worker: false }, ...options }) }
     },
   },
   {
@@ -76,14 +77,14 @@ const storages = [
       drops.push(db.drop)
       return {
         env: { DATABASE_URL: db.url, OUTFLOW_ENCRYPTION_KEY: encryptionKey },
-        open: () => createOutflow({ storage: postgres({ url: db.url, max: 2 }), auth: false, encryptionKey, delivery: { worker: false } }),
+        open: (options: Partial<OutflowOptions> = {}) => createOutflow({ storage: postgres({ url: db.url, max: 2 }), auth: false, encryptionKey, delivery: { worker: false }, ...options }),
       }
     },
   },
 ]
 
 for (const storage of storages) {
-  describe.runIf(storage.available)(`outflow serve on ${storage.name}`, { timeout: 120_000 }, () => {
+  describe.runIf(storage.available)(`outflow on ${storage.name}`, { timeout: 120_000 }, () => {
     it('serves from environment variables alone, delivers signed webhooks, and on SIGTERM stops accepting, drains the delivery in flight and exits 0', async () => {
       let release!: () => void
       const held = new Promise<void>((resolve) => (release = resolve))
@@ -145,6 +146,28 @@ for (const storage of storages) {
       expect(run.lines().map((l) => l.msg)).toEqual(['migrations applied'])
       const tables = storage.name === 'sqlite' ? sqliteTables(join(cwd, 'outflow.db')) : await postgresTables(rest.DATABASE_URL!)
       expect(tables).toEqual(expect.arrayContaining(['tenants', 'destinations', 'events', 'deliveries', 'attempts']))
+    })
+
+    it('reencrypt moves the stored credentials to OUTFLOW_ENCRYPTION_KEY, prints the counts and exits as soon as it is done', async () => {
+      const { env, open } = await storage.create()
+      const oldKey = 'cli-old-key-0123456789abcdef'
+      // Written under the old key: the storage's own key (SQLite's key file), or the one in env for Postgres.
+      const previous = (env as Record<string, string>).OUTFLOW_ENCRYPTION_KEY ?? oldKey
+      const before = await open({ encryptionKey: previous })
+      await before.upsertTenant('acme', {})
+      await before.createDestination('acme', { type: 'relay', topics: '*', credentials: { token: 'relay-token-123' } })
+      await before.close()
+      const newKey = 'cli-new-key-0123456789abcdef'
+      // A drain timeout longer than the test's: the process must not wait for it after close().
+      const run = outflow(['reencrypt'], { ...env, OUTFLOW_ENCRYPTION_KEY: newKey, OUTFLOW_PREVIOUS_ENCRYPTION_KEYS: previous, OUTFLOW_DELIVERY_DRAIN_TIMEOUT_MS: '600000' })
+      expect(await run.exited).toBe(0)
+      expect(JSON.parse(run.state.stdout.trim().split('\n').at(-1)!)).toEqual({ scanned: 1, reencrypted: 1, failed: 0 })
+      const after = await open({ encryptionKey: newKey })
+      try {
+        expect((await after.listDestinations('acme'))[0]!.credentials).toEqual({ token: 'rela****' })
+      } finally {
+        await after.close()
+      }
     })
   })
 }
@@ -223,19 +246,5 @@ describe('outflow: bad settings and usage', { timeout: 60_000 }, () => {
     expect(await run.exited).toBe(1)
     // delivery.timeoutMs is fixed by the variable; the misspelt key remains.
     expect(run.state.stderr.trim()).toMatch(/^outflow: invalid configuration: delivery\.concurency \(in .*\): unknown setting$/)
-  })
-})
-
-describe('outflow reencrypt', { timeout: 60_000 }, () => {
-  it('moves the stored credentials to OUTFLOW_ENCRYPTION_KEY and prints the counts', async () => {
-    const path = join(dir, 'reencrypt.db')
-    const oldKey = 'cli-old-key-0123456789abcdef'
-    const before = await createOutflow({ storage: sqlite({ path }), auth: false, encryptionKey: oldKey, delivery: { worker: false } })
-    await before.upsertTenant('acme', {})
-    await before.createDestination('acme', { type: 'relay', topics: '*', credentials: { token: 'relay-token-123' } })
-    await before.close()
-    const run = outflow(['reencrypt'], { OUTFLOW_SQLITE_PATH: path, OUTFLOW_ENCRYPTION_KEY: encryptionKey, OUTFLOW_PREVIOUS_ENCRYPTION_KEYS: oldKey })
-    expect(await run.exited).toBe(0)
-    expect(JSON.parse(run.state.stdout.trim().split('\n').at(-1)!)).toEqual({ scanned: 1, reencrypted: 1, failed: 0 })
   })
 })
