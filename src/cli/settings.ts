@@ -4,8 +4,6 @@ import { OutflowError } from '../errors.js'
 import { errorFields } from '../logger.js'
 import { issuesToData } from '../model/common.js'
 import { OptionsSchema, type OutflowOptions } from '../options.js'
-import { postgres } from '../storage/postgres.js'
-import { sqlite } from '../storage/sqlite.js'
 import type { Storage } from '../storage/storage.js'
 
 /** How an environment variable's text is read. */
@@ -249,13 +247,30 @@ export interface StorageTarget {
 
 /** The storage the settings name: Postgres when `DATABASE_URL` is set, else SQLite (`./outflow.db` by default). */
 export function storageOf(settings: Settings): StorageTarget {
-  if (settings.postgres) {
-    const url = new URL(settings.postgres.url)
+  const { postgres } = settings
+  if (postgres) {
+    const url = new URL(postgres.url)
     url.password = url.password ? '***' : ''
-    return { kind: 'postgres', open: postgres(settings.postgres), where: url.toString() }
+    const open = async () => (await storageModule(() => import('../storage/postgres.js'), 'postgres', 'Postgres storage')).postgres(postgres)()
+    return { kind: 'postgres', open, where: url.toString() }
   }
   const options = settings.sqlite ?? { path: './outflow.db' }
-  return { kind: 'sqlite', open: sqlite(options), where: options.path }
+  const open = async () => (await storageModule(() => import('../storage/sqlite.js'), 'better-sqlite3', 'SQLite storage')).sqlite(options)()
+  return { kind: 'sqlite', open, where: options.path }
+}
+
+/**
+ * A storage module, loaded only when chosen: each imports its driver through drizzle, and a service
+ * installs one of them. A missing driver is the error loadPeer gives, naming the package to install.
+ */
+async function storageModule<T>(load: () => Promise<T>, driver: string, neededBy: string): Promise<T> {
+  try {
+    return await load()
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (cause as Error).message.includes(`'${driver}'`))
+      throw new OutflowError('unavailable', `the optional package "${driver}" is needed by ${neededBy} but is not installed: npm install ${driver}`, { cause })
+    throw cause
+  }
 }
 
 /**
