@@ -1,5 +1,5 @@
 // The layers of DESIGN §1 as import rules, checked by test/architecture.test.ts (so `npm test` fails on a breach):
-//   adapters -> http -> engine -> (delivery -> destinations -> net, storage) -> model -> leaf modules
+//   (adapters, cli) -> http -> engine -> (delivery -> destinations -> net, storage) -> model -> leaf modules
 // The one way down from the top: src/create-outflow.ts hands src/http's handler to the engine.
 const top = '^src/(index|create-outflow)[.]ts$'
 const engine = '^src/(engine/|engine[.]ts$|options[.]ts$)'
@@ -17,6 +17,8 @@ module.exports = {
   forbidden: [
     { name: 'no-circular', severity: 'error', comment: 'an import circle', from: {}, to: { circular: true } },
     below('src-not-adapters', '^src/', '^adapters/'),
+    // src/cli (the `outflow` command) is a composition root above everything: nothing imports it.
+    below('cli-at-the-top', '^(adapters/|src/(?!cli/))', '^src/cli/'),
     below('http-below-top', '^src/http/', top),
     below('engine-below-http', engine, `^src/http/|${top}`),
     below('delivery-below-engine', '^src/delivery/', `^src/http/|${engine}|${top}`),

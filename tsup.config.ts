@@ -19,7 +19,8 @@ const shared: Options = {
 }
 
 export default defineConfig([
-  { ...shared, format: 'esm', clean: true },
+  // The `outflow` command (package.json `bin`) is ESM only; esbuild keeps its `#!/usr/bin/env node` line.
+  { ...shared, entry: { ...(shared.entry as Record<string, string>), cli: 'src/cli/main.ts' }, dts: { entry: shared.entry }, format: 'esm', clean: true },
   // jose 6 and p-queue 9 (with p-timeout) ship only ESM. The CommonJS build carries them inside, so
   // `require('outflow')` works without require(esm): under tsx's CJS mode, Jest, ts-node, and Node
   // started with --no-experimental-require-module.

@@ -12,15 +12,27 @@ const positiveInt = (name: string) => v.pipe(v.number(), v.integer(`${name} must
 
 const durationUnits = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 } as const
 
+/** A duration like `30d`, `12h`, `90m` or `2w`, checked and kept as text. */
+const DurationTextSchema = (name: string) =>
+  v.pipe(v.string(`${name} must be a duration like 30d, 12h, 90m or 2w`), v.regex(/^[1-9]\d{0,5}[mhdw]$/, `${name} must be a duration like 30d, 12h, 90m or 2w`))
+
 /** A duration like `30d`, `12h`, `90m` or `2w`, as milliseconds. */
 const DurationSchema = (name: string) =>
   v.pipe(
-    v.string(`${name} must be a duration like 30d, 12h, 90m or 2w`),
-    v.regex(/^[1-9]\d{0,5}[mhdw]$/, `${name} must be a duration like 30d, 12h, 90m or 2w`),
+    DurationTextSchema(name),
     v.transform((text) => Number(text.slice(0, -1)) * durationUnits[text.at(-1) as keyof typeof durationUnits]),
   )
 
-const OptionsSchema = v.object({
+const retentionEntries = {
+  batchSize: v.optional(v.pipe(positiveInt('retention.batchSize'), v.maxValue(10_000, 'retention.batchSize must be at most 10000')), 500),
+  intervalMs: v.optional(positiveInt('retention.intervalMs'), 60_000),
+}
+
+/** `retention` as given (the window stays text): what the CLI validates before it hands the options to `createOutflow`. */
+export const RetentionInputSchema = v.optional(v.object({ events: DurationTextSchema('retention.events'), ...retentionEntries }))
+
+/** The engine options `createOutflow` validates (without `storage` and `logger`); the CLI reads its settings with it too. */
+export const OptionsSchema = v.object({
   apiKey: v.optional(v.pipe(v.string(), v.minLength(16, 'apiKey must be at least 16 characters'))),
   jwtSecret: v.optional(v.pipe(v.string(), v.minLength(16, 'jwtSecret must be at least 16 characters'))),
   auth: v.optional(v.boolean(), true),
@@ -53,13 +65,7 @@ const OptionsSchema = v.object({
     }),
     {},
   ),
-  retention: v.optional(
-    v.object({
-      events: DurationSchema('retention.events'),
-      batchSize: v.optional(v.pipe(positiveInt('retention.batchSize'), v.maxValue(10_000, 'retention.batchSize must be at most 10000')), 500),
-      intervalMs: v.optional(positiveInt('retention.intervalMs'), 60_000),
-    }),
-  ),
+  retention: v.optional(v.object({ events: DurationSchema('retention.events'), ...retentionEntries })),
   alerts: v.optional(
     v.object({
       consecutiveFailures: v.optional(positiveInt('alerts.consecutiveFailures'), 100),

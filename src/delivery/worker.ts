@@ -178,6 +178,9 @@ export class DeliveryWorker {
         }
       }
       if (full) continue
+      // close() during the claim found no sleeper to wake: do not start one (the sleep is unref'd, so
+      // close() would wait a whole poll interval, or the process would exit with close() unfinished).
+      if (this.#stopping) break
       const woken = new Promise<void>((resolve) => (this.#wake = resolve))
       await Promise.race([sleep(Math.min(pollIntervalMs, leaseMs / 3), undefined, { ref: false }), woken])
       this.#wake = undefined
@@ -389,7 +392,8 @@ export class DeliveryWorker {
     // Attempts already running may finish; queued ones are not started.
     for (const q of this.#perDestination.values()) q.clear()
     this.#global.clear()
-    const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false)])
+    // Unref'd: the attempts in flight keep the process alive; the timer alone must not (for drainTimeoutMs after close()).
+    const drained = await Promise.race([this.#global.onIdle().then(() => true), sleep(this.#ctx.options.delivery.drainTimeoutMs, false, { ref: false })])
     if (!drained) this.#ctx.options.logger.warn({ in_flight: this.#global.pending }, 'close: attempts still in flight after drainTimeoutMs; their leases are released')
     await this.#flush()
     // A worker that never started holds no lease (and an API-only process must not wait on storage here).

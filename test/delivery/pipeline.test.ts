@@ -301,6 +301,13 @@ for (const kind of engineKinds()) {
       await engine.close()
     })
 
+    it('close() right after start, while the first claim is in flight, does not wait for the next poll', async () => {
+      // A poll interval longer than the test timeout: close() must not sleep through it.
+      const engine = await kind.create({ delivery: { pollIntervalMs: 600_000, leaseMs: 3_600_000 } })
+      await engine.close()
+      expect(engine.closed).toBe(true)
+    })
+
     it('close() lets in-flight attempts finish, records them, and a closed engine rejects publish', async () => {
       const storage = await kind.openStorage()
       // The engine closes its storage; keep it open here to read what close() wrote.

@@ -14,6 +14,8 @@ export interface Reply {
   body?: string
   /** Answer after this many ms (a slow or hanging receiver). */
   delayMs?: number
+  /** Answer once this settles (a receiver the test releases). */
+  until?: Promise<unknown>
 }
 
 /**
@@ -31,13 +33,14 @@ export async function startReceiver(reply: (r: Received, countOnPath: number) =>
       received.push(r)
       const n = perPath.get(r.path) ?? 0
       perPath.set(r.path, n + 1)
-      const { status = 200, headers = {}, body = 'ok', delayMs = 0 } = reply(r, n)
+      const { status = 200, headers = {}, body = 'ok', delayMs = 0, until } = reply(r, n)
       const send = () => {
         if (res.destroyed) return
         res.writeHead(status, { 'content-type': 'text/plain', ...headers })
         res.end(body)
       }
-      if (delayMs > 0) setTimeout(send, delayMs).unref()
+      if (until) void until.finally(send)
+      else if (delayMs > 0) setTimeout(send, delayMs).unref()
       else send()
     })
   })

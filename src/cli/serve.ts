@@ -1,0 +1,111 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createOutflow } from '../create-outflow.js'
+import type { Outflow } from '../engine.js'
+import { sendWebResponse, toWebRequest } from '../http/node.js'
+import { errorFields, type Logger } from '../logger.js'
+import { engineOptions, invalid, storageError, storageOf, type ReadSettings, type Settings } from './settings.js'
+import { otlpRequested, startTelemetry } from './telemetry.js'
+
+/**
+ * `outflow serve`: the engine and its HTTP API (`/api/v1`, and `/healthz` at the root) on Node's
+ * HTTP server, until SIGTERM or SIGINT. Resolves once it listens.
+ *
+ * @example
+ * await serve(readSettings({ env: process.env }), jsonLogger('info'), process.env)
+ */
+export async function serve({ settings, origin }: ReadSettings, logger: Logger, env: NodeJS.ProcessEnv): Promise<void> {
+  requireServeSettings(settings, origin)
+  if (!settings.auth) logger.warn({}, 'OUTFLOW_AUTH=false: the HTTP API answers anyone who can reach it (local use only)')
+  // Before createOutflow: the engine takes its instruments from the meter provider registered then.
+  const stopTelemetry = otlpRequested(env) ? await startTelemetry() : async () => {}
+  const storage = storageOf(settings)
+  logger.info({ storage: storage.kind, at: storage.where, telemetry: otlpRequested(env) ? 'otlp' : 'off' }, 'outflow starting')
+  const outflow = await createOutflow({ ...engineOptions(settings), storage: storage.open, logger }).catch((error: unknown) => {
+    throw storageError(storage, error)
+  })
+  const server = httpServer(outflow, settings.server, logger)
+  try {
+    await listen(server, settings.server.host, settings.server.port)
+  } catch (error) {
+    await outflow.close()
+    throw error
+  }
+  const { address, port } = server.address() as AddressInfo
+  const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`
+  logger.info({ url, api: `${url}/api/v1`, openapi: `${url}/api/v1/openapi.json` }, 'listening')
+  stopOnSignals(logger, async () => {
+    await closeServer(server, settings.server.requestTimeoutMs)
+    await outflow.close()
+    await stopTelemetry()
+  })
+}
+
+/** What the engine would refuse only later (or not at all): a service needs its admin key, Postgres a key for credentials. */
+function requireServeSettings(settings: Settings, origin: ReadSettings['origin']): void {
+  const problems: [string, string][] = []
+  if (settings.auth && !settings.apiKey)
+    problems.push([origin('apiKey'), 'required: the admin bearer key of the HTTP API, at least 16 characters (OUTFLOW_AUTH=false serves without auth, for local use only)'])
+  if (settings.postgres && !settings.encryptionKey && !settings.insecurePlaintextCredentials)
+    problems.push([origin('encryptionKey'), 'required with Postgres: the key that encrypts destination credentials at rest (e.g. `openssl rand -base64 32`)'])
+  if (problems.length > 0) throw invalid(problems)
+}
+
+/** Node's HTTP server in front of `outflow.fetch`, with the slow-client limits (slowloris) of the settings. */
+function httpServer(outflow: Outflow, options: Settings['server'], logger: Logger): Server {
+  const server = createServer({ headersTimeout: options.headersTimeoutMs, requestTimeout: options.requestTimeoutMs }, (req, res) => {
+    // While stopping, a keep-alive connection is closed as soon as its request is answered.
+    res.once('close', () => !server.listening && setImmediate(() => server.closeIdleConnections()))
+    outflow
+      .fetch(toWebRequest(req, req.url ?? '/'))
+      .then((response) => sendWebResponse(res, response))
+      .catch((error: unknown) => {
+        logger.error({ method: req.method, error: errorFields(error) }, 'answering a request failed')
+        if (res.headersSent) res.destroy()
+        else res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 500, message: 'internal error' }))
+      })
+  })
+  server.keepAliveTimeout = options.keepAliveTimeoutMs
+  return server
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => reject(new Error(`cannot listen on ${host}:${port}: ${error.code ?? error.message}`)))
+    server.listen(port, host, () => resolve())
+  })
+}
+
+/** Stop accepting connections and wait for the requests in flight (at most `timeoutMs`, then they are cut). */
+async function closeServer(server: Server, timeoutMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+  server.closeIdleConnections()
+  const cut = setTimeout(() => server.closeAllConnections(), timeoutMs)
+  await closed
+  clearTimeout(cut)
+}
+
+/**
+ * On SIGTERM or SIGINT: `stop()` (no new connections, requests and deliveries in flight finish, storage
+ * closes), then exit 0. A second signal exits at once with 1.
+ */
+function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting without waiting for deliveries in flight')
+      process.exit(1)
+    }
+    stopping = true
+    logger.info({ signal }, 'stopping: no new connections; requests and deliveries in flight finish')
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ error: errorFields(error) }, 'stopping failed')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
+}
