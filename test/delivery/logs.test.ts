@@ -61,7 +61,8 @@ for (const kind of engineKinds()) {
         apiKey: secrets.apiKey,
         jwtSecret: secrets.jwtSecret,
         encryptionKey: secrets.encryptionKey,
-        delivery: { pollIntervalMs: 50, retry: { schedule: [50], jitter: 0 }, timeoutMs: 2_000 },
+        // A generous attempt timeout: on a loaded machine a 2 s one turned the 410 into a timeout that is retried.
+        delivery: { pollIntervalMs: 50, retry: { schedule: [50], jitter: 0 }, timeoutMs: 15_000 },
         alerts: { consecutiveFailures: 2 },
       })
       await outflow.upsertTenant('acme', { metadata: { plan: 'pro' } })
