@@ -1,15 +1,19 @@
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AlertPayload, Outflow } from '../../src/engine.js'
+import type { AttemptWrite } from '../../src/storage/storage.js'
 import { engineKinds, rejection } from '../support/engines.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 
 const quick = { pollIntervalMs: 50, retry: { schedule: [60, 120, 180], jitter: 0 }, timeoutMs: 2_000 }
+const DAY = 24 * 3_600_000
 
 for (const kind of engineKinds()) {
   describe.runIf(kind.available)(`delivery pipeline: ${kind.name}`, () => {
     let outflow: Outflow
     let receiver: Awaited<ReturnType<typeof startReceiver>>
+    /** Every attempt result the main engine wrote, with the delivery's next state (its `next_attempt_at`). */
+    const recorded: AttemptWrite[] = []
     const T = 'shop'
     beforeAll(async () => {
       receiver = await startReceiver((r, n) => {
@@ -17,11 +21,18 @@ for (const kind of engineKinds()) {
         if (r.path.startsWith('/always-500')) return { status: 500 }
         if (r.path === '/gone') return { status: 410 }
         if (r.path === '/throttled') return n === 0 ? { status: 429, headers: { 'retry-after': '1' } } : {}
+        if (r.path === '/throttled-for-a-year') return { status: 429, headers: { 'retry-after': String(365 * 24 * 3600) } }
+        if (r.path === '/unavailable-for-a-month') return { status: 503, headers: { 'retry-after': new Date(Date.now() + 30 * DAY).toUTCString() } }
         if (r.path === '/slow') return { delayMs: 300 }
         if (r.path === '/slow-lease') return { delayMs: 150 }
         return {}
       })
-      outflow = await kind.create({ topics: ['order.created', 'order.paid', 'user.created'], delivery: quick })
+      // The real storage, with a tap on the attempt results the worker writes.
+      const storage = await kind.openStorage()
+      const recordAttempts = storage.recordAttempts.bind(storage)
+      const tapped = { ...storage, recordAttempts: (writes: AttemptWrite[]) => (recorded.push(...writes), recordAttempts(writes)) }
+      // One attempt at a time per destination, so a sentinel published last is attempted after everything before it.
+      outflow = await kind.create({ topics: ['order.created', 'order.paid', 'user.created'], delivery: { ...quick, perDestinationConcurrency: 1 }, storage: tapped })
       await outflow.upsertTenant(T, {})
     })
     afterAll(async () => {
@@ -33,17 +44,33 @@ for (const kind of engineKinds()) {
     const attemptsAt = async (eventId: string, destinationId: string) =>
       (await outflow.listDeliveries(T, eventId).catch(() => [])).filter((a) => a.destination_id === destinationId)
 
-    const hook = (path: string, extra: Record<string, unknown> = {}) =>
-      outflow.createDestination(T, { type: 'webhook', topics: ['order.created'], config: { url: `${receiver.url}${path}` }, ...extra })
+    const hook = (path: string, extra: Record<string, unknown> = {}, tenant = T) =>
+      outflow.createDestination(tenant, { type: 'webhook', topics: ['order.created'], config: { url: `${receiver.url}${path}` }, ...extra })
+
+    /** The recorded attempt results of one delivery, in order. */
+    const writesOf = (eventId: string, destinationId: string) => recorded.filter((w) => w.attempt.event_id === eventId && w.attempt.destination_id === destinationId)
+
+    /**
+     * The positive signal before asserting that nothing else arrived: a sentinel event published after the
+     * calls under test, to the same destination, whose attempt is recorded. Its destination's queue runs one
+     * attempt at a time in order, so every delivery enqueued before it has been attempted by then.
+     */
+    async function sentinel(destinationId: string, tenant = T): Promise<string> {
+      // Not retried, so it arrives once even at a failing destination.
+      const { id } = await outflow.publish({ tenant_id: tenant, topic: 'order.created', data: { sentinel: true }, destination_id: destinationId, eligible_for_retry: false })
+      await waitFor(() => writesOf(id, destinationId).length === 1, 10_000, 'the sentinel attempt')
+      return id
+    }
+    const ids = (path: string) => receiver.on(path).map((r) => r.headers['webhook-id'])
 
     it('fans an event out to every matching destination, signed with Standard Webhooks', async () => {
       const a = await hook('/fan-a')
       const b = await hook('/fan-b', { topics: '*' })
-      await hook('/fan-c', { topics: ['user.created'] })
+      const c = await hook('/fan-c', { topics: ['user.created'] })
       const result = await outflow.publish({ tenant_id: T, topic: 'order.created', data: { order: 1 }, metadata: { source: 'test' } })
       expect(result.duplicate).toBe(false)
-      expect(result.destination_ids).toEqual(expect.arrayContaining([a.id, b.id]))
-      expect(result.destination_ids).not.toContain(expect.stringMatching(/fan-c/))
+      expect([...result.destination_ids].sort()).toEqual([a.id, b.id].sort())
+      expect(result.destination_ids).not.toContain(c.id)
       await waitFor(() => receiver.on('/fan-a').length === 1 && receiver.on('/fan-b').length === 1, 10_000, 'fan-out')
       for (const [path, d] of [['/fan-a', a], ['/fan-b', b]] as const) {
         const req = receiver.on(path)[0]!
@@ -66,10 +93,39 @@ for (const kind of engineKinds()) {
       expect(first).toEqual({ id: 'evt-fixed-1', duplicate: false, destination_ids: expect.arrayContaining([d.id]) })
       expect(again.duplicate).toBe(true)
       expect(again.destination_ids.sort()).toEqual(first.destination_ids.sort())
-      await waitFor(() => receiver.on('/idem').length === 1)
-      await new Promise((r) => setTimeout(r, 200))
-      expect(receiver.on('/idem')).toHaveLength(1)
+      const last = await sentinel(d.id)
+      expect(ids('/idem')).toEqual(['evt-fixed-1', last])
       expect(JSON.parse(receiver.on('/idem')[0]!.body)).toEqual({ n: 1 })
+      expect(writesOf('evt-fixed-1', d.id)).toHaveLength(1)
+    })
+
+    it('keys idempotency by (tenant, id): one event id published under two tenants is delivered to both, neither a duplicate', async () => {
+      await outflow.upsertTenant('shop-2', {})
+      const mine = await hook('/same-id-1')
+      const theirs = await hook('/same-id-2', {}, 'shop-2')
+      const publish = (tenant: string, id: string) => outflow.publish({ id, tenant_id: tenant, topic: 'order.created', data: { tenant } })
+      // One after the other, in one commit (concurrent calls are written together), and in one publishMany.
+      const sequential = [await publish(T, 'same-1'), await publish('shop-2', 'same-1')]
+      const together = await Promise.all([publish(T, 'same-2'), publish('shop-2', 'same-2')])
+      const batch = await outflow.publishMany([
+        { id: 'same-3', tenant_id: T, topic: 'order.created', data: { tenant: T } },
+        { id: 'same-3', tenant_id: 'shop-2', topic: 'order.created', data: { tenant: 'shop-2' } },
+      ])
+      for (const [own, other] of [sequential, together, batch] as const) {
+        expect(own).toMatchObject({ duplicate: false, destination_ids: expect.arrayContaining([mine.id]) })
+        expect(other).toEqual({ id: own!.id, duplicate: false, destination_ids: [theirs.id] })
+      }
+      // A republish under either tenant is that tenant's duplicate, naming only its own destinations.
+      const again = await publish('shop-2', 'same-1')
+      expect(again).toEqual({ id: 'same-1', duplicate: true, destination_ids: [theirs.id] })
+      expect((await publish(T, 'same-1')).destination_ids).not.toContain(theirs.id)
+      const last = await sentinel(theirs.id, 'shop-2')
+      expect(ids('/same-id-2')).toEqual(['same-1', 'same-2', 'same-3', last])
+      expect(receiver.on('/same-id-2').slice(0, 3).map((r) => JSON.parse(r.body))).toEqual([{ tenant: 'shop-2' }, { tenant: 'shop-2' }, { tenant: 'shop-2' }])
+      await waitFor(() => receiver.on('/same-id-1').length === 3, 10_000, "the first tenant's three events")
+      expect(new Set(ids('/same-id-1'))).toEqual(new Set(['same-1', 'same-2', 'same-3']))
+      expect((await outflow.getEvent('shop-2', 'same-1')).data).toEqual({ tenant: 'shop-2' })
+      expect((await outflow.getEvent(T, 'same-1', { destination_id: mine.id })).data).toEqual({ tenant: T })
     })
 
     it('delivers only to the named destination_id, and 404s an unknown one', async () => {
@@ -140,21 +196,38 @@ for (const kind of engineKinds()) {
       expect(attempts.map((a) => a.status)).toEqual(['success', 'failed', 'failed'])
       expect(attempts[2]).toMatchObject({ response_status_code: 500, response_body: 'boom', destination_id: d.id, attempt_number: 1 })
       expect(attempts[0]).toMatchObject({ response_status_code: 200, attempt_number: 3 })
-      // schedule [60, 120]: each attempt starts no sooner than its scheduled delay after the previous one
-      const at = attempts.map((a) => Date.parse(a.delivered_at)).reverse()
-      expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(60)
-      expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(120)
+      // Schedule [60, 120, 180]: each failure schedules the next attempt exactly its delay later, and the
+      // next attempt waits for that time.
+      const writes = writesOf(id, d.id)
+      expect(writes.map((w) => w.delivery.status)).toEqual(['pending', 'pending', 'success'])
+      expect(writes.map((w) => w.delivery.next_attempt_at && w.delivery.next_attempt_at.getTime() - w.attempt.delivered_at.getTime())).toEqual([60, 120, null])
+      for (let i = 1; i < writes.length; i++) expect(writes[i]!.attempt.delivered_at.getTime()).toBeGreaterThanOrEqual(writes[i - 1]!.delivery.next_attempt_at!.getTime())
       const event = await outflow.getEvent(T, id, { destination_id: d.id })
       expect(event.status).toBe('success')
       expect(event.successful_at).toEqual(expect.any(String))
     })
 
+    it('gives up after the last delay of the schedule: four attempts, then failed with nothing scheduled', async () => {
+      const d = await hook('/always-500-exhausted')
+      const { id } = await outflow.publish({ tenant_id: T, topic: 'order.created', data: {} })
+      await waitFor(() => writesOf(id, d.id).length === 4, 10_000, 'four attempts')
+      const writes = writesOf(id, d.id)
+      expect(writes.map((w) => w.attempt.attempt_number)).toEqual([1, 2, 3, 4])
+      expect(writes.map((w) => w.delivery.status)).toEqual(['pending', 'pending', 'pending', 'failed'])
+      expect(writes.map((w) => w.delivery.next_attempt_at && w.delivery.next_attempt_at.getTime() - w.attempt.delivered_at.getTime())).toEqual([60, 120, 180, null])
+      // Failed with nothing scheduled: no fifth attempt can come. The sentinel shows the queue moved on.
+      const last = await sentinel(d.id)
+      expect(ids('/always-500-exhausted')).toEqual([id, id, id, id, last])
+    })
+
     it('makes one attempt only for eligible_for_retry: false', async () => {
       const d = await hook('/always-500-once')
       const { id } = await outflow.publish({ tenant_id: T, topic: 'order.created', data: {}, eligible_for_retry: false })
-      await waitFor(() => receiver.on('/always-500-once').length === 1)
-      await new Promise((r) => setTimeout(r, 400))
-      expect(receiver.on('/always-500-once')).toHaveLength(1)
+      // The positive signal: the attempt is recorded with the delivery failed and nothing scheduled.
+      await waitFor(() => writesOf(id, d.id).length === 1)
+      expect(writesOf(id, d.id)[0]!.delivery).toMatchObject({ status: 'failed', next_attempt_at: null })
+      const last = await sentinel(d.id)
+      expect(ids('/always-500-once')).toEqual([id, last])
       const event = await outflow.getEvent(T, id, { destination_id: d.id })
       expect(event.status).toBe('failed')
       expect(event.successful_at).toBeNull()
@@ -177,8 +250,23 @@ for (const kind of engineKinds()) {
         return list.length === 2 && list
       })
       expect(attempts.at(-1)).toMatchObject({ status: 'failed', response_status_code: 429, error_kind: 'throttled' })
-      // The schedule says 60 ms; the receiver's Retry-After: 1 wins.
-      expect(Date.parse(attempts[0]!.delivered_at) - Date.parse(attempts[1]!.delivered_at)).toBeGreaterThanOrEqual(1000)
+      // The schedule says 60 ms; the receiver's Retry-After: 1 wins, exactly, and the retry waits for it.
+      const [first, second] = writesOf(id, d.id)
+      expect(first!.delivery.next_attempt_at!.getTime() - first!.attempt.delivered_at.getTime()).toBe(1000)
+      expect(second!.attempt.delivered_at.getTime()).toBeGreaterThanOrEqual(first!.delivery.next_attempt_at!.getTime())
+    })
+
+    it.each([
+      ['429 with Retry-After: a year in seconds', '/throttled-for-a-year'],
+      ['503 with Retry-After: an HTTP date a month ahead', '/unavailable-for-a-month'],
+    ])('caps Retry-After at 24 hours: %s schedules the retry exactly a day later', async (_, path) => {
+      const d = await hook(path)
+      const { id } = await outflow.publish({ tenant_id: T, topic: 'order.created', data: {} })
+      await waitFor(() => writesOf(id, d.id).length === 1, 10_000, 'the first attempt')
+      const [write] = writesOf(id, d.id)
+      expect(write!.attempt).toMatchObject({ status: 'failed', error_kind: path.includes('throttled') ? 'throttled' : 'http_5xx' })
+      expect(write!.delivery.status).toBe('pending')
+      expect(write!.delivery.next_attempt_at!.getTime() - write!.attempt.delivered_at.getTime()).toBe(DAY)
     })
 
     it('records a timeout as a failed attempt', async () => {
@@ -290,14 +378,15 @@ for (const kind of engineKinds()) {
       await engine.upsertTenant(T, {})
       await engine.createDestination(T, { type: 'webhook', topics: '*', config: { url: `${receiver.url}/slow-lease` } })
       const published = await engine.publishMany(Array.from({ length: 6 }, (_, i) => ({ tenant_id: T, topic: 'order.created', data: { i } })))
-      // 6 × 150 ms one at a time outlasts the 300 ms lease several times over.
-      await new Promise((r) => setTimeout(r, 500))
+      // 6 × 150 ms one at a time outlasts the 300 ms lease: once three have arrived (450 ms), the leases
+      // taken at publish have run out for the three still queued, unless the worker renewed them.
+      await waitFor(() => receiver.on('/slow-lease').length >= 3, 10_000, 'three deliveries')
       const stolen = await engine.storage.claimDueDeliveries({ owner: 'another-instance', now: new Date(), leaseUntil: new Date(Date.now() + 60_000), limit: 100 })
       expect(stolen).toEqual([])
-      await waitFor(() => receiver.on('/slow-lease').length >= 6, 10_000, 'all six deliveries')
-      await new Promise((r) => setTimeout(r, 200))
-      expect(new Set(receiver.on('/slow-lease').map((r) => r.headers['webhook-id']))).toEqual(new Set(published.map((p) => p.id)))
-      expect(receiver.on('/slow-lease')).toHaveLength(6)
+      // Then a sentinel through the same one-at-a-time queue: everything before it has been attempted.
+      const { id: last } = await engine.publish({ tenant_id: T, topic: 'order.created', data: { sentinel: true } })
+      await waitFor(async () => (await engine.listDeliveries(T, last).catch(() => [])).length === 1, 10_000, 'the sentinel attempt')
+      expect(ids('/slow-lease')).toEqual([...published.map((p) => p.id), last])
       await engine.close()
     })
 

@@ -1,65 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import Database from 'better-sqlite3'
-import postgresClient from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { OutflowError } from '../../src/errors.js'
 import type { Outflow } from '../../src/engine.js'
-import type { OutflowOptions } from '../../src/options.js'
-import { postgres } from '../../src/storage/postgres.js'
-import { sqlite } from '../../src/storage/sqlite.js'
 import { apiKey, encryptionKey, jwtSecret } from '../support/engines.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
-import { createTestDatabase, postgresAvailable } from '../support/services.js'
+import { sqlStorages } from '../support/sql-storages.js'
 
 // Concurrent directory changes and publishes against one tenant or destination id. Every
 // interleaving must answer a 2xx, 404 or 409 (never a 500), leave no row without its owner, and
 // deliver nothing of a tenant or destination once its delete has returned.
-
-/** A storage the test can also query with plain SQL (the same text runs on both dialects). */
-interface RaceStorage {
-  name: string
-  available: boolean
-  open(): Promise<{ storage: OutflowOptions['storage']; query: <T>(text: string) => Promise<T[]>; close(): Promise<void> }>
-}
-
-const raceStorages: RaceStorage[] = [
-  {
-    name: 'sqlite',
-    available: true,
-    async open() {
-      const dir = mkdtempSync(join(tmpdir(), 'outflow-races-'))
-      const path = join(dir, 'outflow.db')
-      let reader: Database.Database | undefined
-      return {
-        storage: sqlite({ path }),
-        query: async <T>(text: string) => (reader ??= new Database(path, { readonly: true })).prepare(text).all() as T[],
-        async close() {
-          reader?.close()
-          rmSync(dir, { recursive: true, force: true })
-        },
-      }
-    },
-  },
-  {
-    name: 'postgres',
-    available: postgresAvailable,
-    async open() {
-      const db = await createTestDatabase()
-      const client = postgresClient(db.url, { max: 2, onnotice: () => {} })
-      return {
-        storage: postgres({ url: db.url }),
-        query: async <T>(text: string) => (await client.unsafe(text)) as unknown as T[],
-        async close() {
-          await client.end()
-          await db.drop()
-        },
-      }
-    },
-  },
-]
 
 /** Rows left without their owner: a tenant for everything, a destination for pending deliveries, an event for deliveries. */
 const orphanQuery = `
@@ -81,7 +30,7 @@ const liveQueueQuery = `
 
 const allowed = new Set([200, 201, 202, 404, 409])
 
-for (const kind of raceStorages) {
+for (const kind of sqlStorages) {
   describe.runIf(kind.available)(`races: ${kind.name}`, () => {
     let receiver: Awaited<ReturnType<typeof startReceiver>>
     const opened: { close(): Promise<void> }[] = []

@@ -201,6 +201,45 @@ for (const kind of storageKinds()) {
       })
     })
 
+    describe('tenant isolation', () => {
+      it("changes one tenant's destination, deliveries and log without touching another's with the same ids and the same times", async () => {
+        // Same destination id, event id and timestamps in both tenants: only the tenant tells the rows apart.
+        for (const t of ['t-iso1', 't-iso2']) {
+          await s.upsertTenant(t, {}, t0)
+          await s.insertDestination(destination(t, 'd'))
+          const inserted = await s.insertEvents([{ event: event(t, 'e'), deliveries: [{ id: `dlv-${t}`, destination_id: 'd', next_attempt_at: t0 }] }])
+          expect(inserted).toEqual([{ duplicate: false, destination_ids: ['d'] }])
+          await s.recordAttempts([attempted(t, `dlv-${t}`, 'e', 'd', false, 1)])
+        }
+        // The other tenant's delivery is parked (as for a disabled destination): nothing here may make it due.
+        await s.holdDeliveries(['dlv-t-iso2'], false)
+        const other = async () => ({
+          destination: await s.getDestination('t-iso2', 'd'),
+          events: await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['t-iso2'] }),
+          event: await s.getEvent('t-iso2', 'e', 'd'),
+          attempts: await s.listAttempts('t-iso2', 'e'),
+        })
+        const before = await other()
+        expect(before.destination).toMatchObject({ consecutive_failures: 1, disabled_at: null })
+        const mine = (await s.getDestination('t-iso1', 'd'))!
+        expect(await s.updateDestination({ ...mine, topics: ['changed'], config: { url: 'https://changed.example' }, updated_at: at(50) }, mine.updated_at)).toBe('updated')
+        await s.setDestinationDisabled('t-iso1', 'd', at(60), at(60))
+        await s.setDestinationDisabled('t-iso1', 'd', null, at(70))
+        await s.recordAttempts([attempted('t-iso1', 'dlv-t-iso1', 'e', 'd', false, 80)])
+        await s.recordAttempts([attempted('t-iso1', 'dlv-t-iso1', 'e', 'd', true, 90)])
+        expect(await s.requeueDelivery('t-iso1', 'e', 'd', at(100))).toBe(true)
+        expect(await other()).toEqual(before)
+        expect((await s.getDestination('t-iso1', 'd'))!.topics).toEqual(['changed'])
+        // Enabling and the manual retry made this tenant's delivery due, and left the other's parked.
+        const due = (await s.claimDueDeliveries({ owner: 'iso', now: at(1e9), leaseUntil: at(2e9), limit: 1000 })).filter((c) => c.id.startsWith('dlv-t-iso'))
+        expect(due.map((c) => [c.id, c.manual, c.attempt_count])).toEqual([['dlv-t-iso1', true, 3]])
+        expect(await s.deleteDestination('t-iso1', 'd')).toBe(true)
+        expect(await other()).toEqual(before)
+        expect(await s.deleteTenant('t-iso1')).toBe(true)
+        expect(await other()).toEqual(before)
+      })
+    })
+
     describe('events and the delivery queue', () => {
       it('inserts an event with its deliveries once; a republish is a duplicate naming the same destinations', async () => {
         await s.upsertTenant('t-e', {}, t0)
