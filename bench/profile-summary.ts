@@ -34,8 +34,9 @@ function owner(url: string, name: string): string {
   if (!url) return `(${name || 'native'})`
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
   if (pkg) return pkg[1]!
-  const repo = /\/main\/(.+)$/.exec(url)
-  if (repo) return repo[1]!
+  const local = url.replace(/^file:\/\//, '')
+  // Repo files relative to the repo (run from its root, as npm run bench is), whichever checkout it is.
+  if (local.startsWith(`${process.cwd()}/`)) return local.slice(process.cwd().length + 1)
   return url.startsWith('node:') ? url : url.replace(/^file:\/\//, '')
 }
 

@@ -44,6 +44,7 @@ const plan: Job[] = ([
     const pg: Need[] = db === 'postgres' ? ['postgres'] : []
     return [
       { group: 'delivery', db, file: 'outflow/delivery.ts', needs: ['engine', ...pg] },
+      { group: 'drain', db, file: 'outflow/drain.ts', needs: ['engine', ...pg] },
       { group: 'bare-insert', db, file: 'anchors/bare-insert.ts', needs: ['engine', ...pg] },
       { group: 'publish', db, file: 'outflow/publish.ts', needs: ['engine', ...pg] },
       { group: 'latency', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
@@ -57,7 +58,7 @@ const plan: Job[] = ([
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'backlog'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'backlog'].indexOf(group)
 }
 
 const usage = `usage: tsx bench/run.ts [--quick] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir]`
@@ -112,13 +113,14 @@ async function runJob(job: Job, n: number, quick: boolean, cpuProf?: string): Pr
   }
   try {
     if (needsPg) pgUrl = await createDatabase(dbName)
-    const ctx: ScenarioContext = { name: job.group, quick, db: job.db, pgUrl, redisUrl, tmpDir, prefix, sizes }
+    const profDir = cpuProf ? path.resolve(cpuProf, `${job.group}-${job.db ?? 'anchor'}`) : null
+    const ctx: ScenarioContext = { name: job.group, quick, db: job.db, pgUrl, redisUrl, tmpDir, prefix, sizes, cpuProf: profDir }
     process.stderr.write(`▶ ${label}\n`)
     const started = Date.now()
     const outcome = await new Promise<Outcome>((resolve) => {
       const child = fork(path.join(benchDir, job.file), [], {
         cwd: repoDir,
-        execArgv: ['--import', 'tsx', ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProf, `${job.group}-${job.db ?? 'anchor'}`)}`] : [])],
+        execArgv: ['--import', 'tsx', ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
         env: { ...process.env, BENCH_CONTEXT: JSON.stringify(ctx) },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       })

@@ -36,10 +36,10 @@ runScenario(async (ctx) => {
         await queue.addBulk(Array.from({ length: size }, (_, k) => ({ name: 'delivery', data: { id: `evt_${at + k}`, n: at + k } })))
       }
     }
-    const delivery = await measureDelivery(sink, { warmup: sizes.warmup, warmupMs: sizes.warmupMs, n: sizes.deliveries, produce })
+    const delivery = await measureDelivery(sink, { warmup: sizes.warmup, warmupMs: sizes.warmupMs, n: sizes.deliveries, produce, profile: ctx })
     log(ctx, `${delivery.perSec.toFixed(0)} deliveries/s`)
     return {
-      values: { deliveriesPerSec: delivery.perSec, seconds: delivery.seconds, duplicates: delivery.duplicates },
+      values: { deliveriesPerSec: delivery.perSec, seconds: delivery.seconds, cpuUsPerDelivery: delivery.cpuUsPerDelivery, duplicates: delivery.duplicates },
       notes: [`BullMQ: addBulk() batches of ${sizes.batch}; Worker concurrency ${sizes.concurrency}, default job options`],
     }
   } finally {

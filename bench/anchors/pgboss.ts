@@ -58,10 +58,10 @@ runScenario(async (ctx) => {
         await boss.insert(Array.from({ length: size }, (_, k) => ({ name: queue, data: { id: `evt_${at + k}`, n: at + k } })))
       }
     }
-    const delivery = await measureDelivery(sink, { warmup: sizes.warmup, warmupMs: sizes.warmupMs, n: sizes.deliveries, produce })
+    const delivery = await measureDelivery(sink, { warmup: sizes.warmup, warmupMs: sizes.warmupMs, n: sizes.deliveries, produce, profile: ctx })
     log(ctx, `${delivery.perSec.toFixed(0)} deliveries/s (${loops} fetch loops x batch ${batchSize})`)
     return {
-      values: { deliveriesPerSec: delivery.perSec, seconds: delivery.seconds, duplicates: delivery.duplicates },
+      values: { deliveriesPerSec: delivery.perSec, seconds: delivery.seconds, cpuUsPerDelivery: delivery.cpuUsPerDelivery, duplicates: delivery.duplicates },
       notes: [`pg-boss: insert() batches of ${sizes.batch}; ${loops} fetch loops x batchSize ${batchSize}, complete() per batch`],
     }
   } finally {

@@ -28,6 +28,7 @@ runScenario(async (ctx) => {
       warmupMs: sizes.warmupMs,
       n: sizes.deliveries,
       produce: (from, count) => runPool(count, sizes.concurrency, (i) => post(`evt_${from + i}`, { n: from + i })),
+      profile: ctx,
     })
     log(ctx, `${delivery.perSec.toFixed(0)} requests/s`)
     const latency = await measureLatency(sink, {
@@ -38,6 +39,7 @@ runScenario(async (ctx) => {
     })
     return {
       values: {
+        cpuUsPerDelivery: delivery.cpuUsPerDelivery,
         deliveriesPerSec: delivery.perSec,
         seconds: delivery.seconds,
         duplicates: delivery.duplicates,

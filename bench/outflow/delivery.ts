@@ -1,7 +1,8 @@
 /**
- * Outflow delivery throughput: N events published with publishMany (batches of 100) to one
- * webhook destination on the local sink; deliveries/s from the first publish until the sink has
- * every event, on the scenario's database.
+ * Outflow delivery end to end: N events published with publishMany (batches of 100,
+ * `publishLanes` batches in flight, so publishing is not the limit) to one webhook destination
+ * on the local sink; deliveries/s from the first publish until the sink has every event, and CPU
+ * µs of this process (publishing and delivering; the sink is another process) per delivery.
  */
 import { measureDelivery } from '../support/measure.js'
 import { addWebhook, closeOutflow, openOutflow, publishBatches } from '../support/outflow.js'
@@ -18,12 +19,13 @@ runScenario(async (ctx) => {
       warmup: sizes.warmup,
       warmupMs: sizes.warmupMs,
       n: sizes.deliveries,
-      produce: (from, count) => publishBatches(outflow, from, count, sizes.batch),
+      produce: (from, count) => publishBatches(outflow, from, count, sizes.batch, sizes.publishLanes),
+      profile: ctx,
     })
-    log(ctx, `${delivery.perSec.toFixed(0)} deliveries/s, publishing took ${delivery.produceSeconds.toFixed(2)} of ${delivery.seconds.toFixed(2)} s`)
+    log(ctx, `${delivery.perSec.toFixed(0)} deliveries/s, ${delivery.cpuUsPerDelivery.toFixed(0)} µs CPU per delivery, publishing took ${delivery.produceSeconds.toFixed(2)} of ${delivery.seconds.toFixed(2)} s`)
     return {
-      values: { deliveriesPerSec: delivery.perSec, seconds: delivery.seconds, produceSeconds: delivery.produceSeconds, duplicates: delivery.duplicates },
-      notes: [],
+      values: { deliveriesPerSec: delivery.perSec, seconds: delivery.seconds, produceSeconds: delivery.produceSeconds, cpuUsPerDelivery: delivery.cpuUsPerDelivery, duplicates: delivery.duplicates },
+      notes: delivery.produceSeconds > 0.9 * delivery.seconds ? [`publishing took ${delivery.produceSeconds.toFixed(2)} of ${delivery.seconds.toFixed(2)} s, so it may have limited the rate`] : [],
     }
   } finally {
     await closeOutflow(outflow)

@@ -1,5 +1,7 @@
 import { sleep, wallNow } from './clock.js'
 import { openLoop } from './load.js'
+import { profileWindow } from './profile.js'
+import type { ScenarioContext } from './scenario.js'
 import type { SinkHandle } from './sink-client.js'
 import { summarize, type LatencySummary } from './stats.js'
 
@@ -14,6 +16,20 @@ export interface DeliveryFigures {
   duplicates: number
   /** Events of the warm-up. */
   warmed: number
+  /** CPU time (user + system) of this process per delivery, µs, from the first event produced until 200 ms after the last was received. */
+  cpuUsPerDelivery: number
+}
+
+/**
+ * CPU time (user + system) this process has used so far, µs. Every thread of the process counts
+ * (libuv's pool, V8's GC helpers); a child process such as the sink does not.
+ *
+ * @example
+ * const c0 = cpuMicros(); await work(); const perItem = (cpuMicros() - c0) / n
+ */
+export function cpuMicros(): number {
+  const { user, system } = process.cpuUsage()
+  return user + system
 }
 
 /** How long to wait for n deliveries before calling the system stuck (25 ms each, at least 30 s). */
@@ -25,13 +41,44 @@ export function deliveryTimeoutMs(n: number): number {
  * Deliveries per second end to end: from the first event produced until the sink has received
  * `n` distinct ids. A warm-up runs first and is not counted: at least `warmup` events and at
  * least `warmupMs` of traffic (JIT, connection pools, caches), so a fast system is measured warm
- * too, not only a slow one.
+ * too, not only a slow one. With `profile` (the scenario's context, under `--cpu-prof`) the
+ * measured window is also profiled on its own.
  *
  * @example
  * const f = await measureDelivery(sink, { warmup: 1000, warmupMs: 1500, n: 5000, produce: (from, count) => publishBatches(from, count) })
  */
-export async function measureDelivery(sink: SinkHandle, options: { warmup: number; warmupMs: number; n: number; produce: Produce }): Promise<DeliveryFigures> {
-  const { warmup, warmupMs, n, produce } = options
+export async function measureDelivery(
+  sink: SinkHandle,
+  options: { warmup: number; warmupMs: number; n: number; produce: Produce; profile?: ScenarioContext },
+): Promise<DeliveryFigures> {
+  const { n, produce } = options
+  const warmed = await warmUp(sink, options)
+  const reached = sink.expect(n, deliveryTimeoutMs(n))
+  reached.catch(() => {})
+  const stopProfile = options.profile ? await profileWindow(options.profile) : async () => {}
+  const cpu0 = cpuMicros()
+  const t0 = wallNow()
+  await produce(warmed, n)
+  const produced = wallNow()
+  const t1 = await reached
+  await sleep(200) // a late duplicate would arrive about now; the last results are written meanwhile
+  const cpuUs = cpuMicros() - cpu0
+  await stopProfile()
+  const { duplicates } = await sink.stats()
+  const seconds = (t1 - t0) / 1000
+  return { perSec: n / seconds, seconds, produceSeconds: (produced - t0) / 1000, duplicates, warmed, cpuUsPerDelivery: cpuUs / n }
+}
+
+/**
+ * The warm-up before a delivery measurement, not counted: at least `warmup` events and at least
+ * `warmupMs` of traffic, each round produced and received before the next. Resets the sink after
+ * it; resolves with the number of events produced (the next free index).
+ *
+ * @example
+ * const from = await warmUp(sink, { warmup: 1000, warmupMs: 1500, produce })
+ */
+export async function warmUp(sink: SinkHandle, options: { warmup: number; warmupMs: number; produce: Produce }): Promise<number> {
+  const { warmup, warmupMs, produce } = options
   const warmStart = wallNow()
   let warmed = 0
   while (warmed < warmup || (warmed > 0 && wallNow() - warmStart < warmupMs && warmed < 100 * warmup)) {
@@ -42,16 +89,7 @@ export async function measureDelivery(sink: SinkHandle, options: { warmup: numbe
   }
   if (warmed > 0) await sleep(300) // let the warm-up's bookkeeping (attempt writes, completions) finish
   await sink.reset()
-  const reached = sink.expect(n, deliveryTimeoutMs(n))
-  reached.catch(() => {})
-  const t0 = wallNow()
-  await produce(warmed, n)
-  const produced = wallNow()
-  const t1 = await reached
-  await sleep(200) // a late duplicate would arrive about now
-  const { duplicates } = await sink.stats()
-  const seconds = (t1 - t0) / 1000
-  return { perSec: n / seconds, seconds, produceSeconds: (produced - t0) / 1000, duplicates, warmed }
+  return warmed
 }
 
 export interface LatencyFigures extends LatencySummary {

@@ -6,6 +6,7 @@ import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import { seed } from '../seed.js'
 import { wallNow, withTimeout } from './clock.js'
+import { runPool } from './load.js'
 import { log, type ScenarioContext } from './scenario.js'
 
 /** Admin bearer key of the benchmark engines (the HTTP rows send it). */
@@ -73,12 +74,16 @@ export async function addWebhook(outflow: Outflow, url: string): Promise<{ desti
   return { destinationId: destination.id }
 }
 
-/** Publish events [from, from + count) with publishMany in batches; data carries `n` (and what `extra` adds). */
-export async function publishBatches(outflow: Outflow, from: number, count: number, batch: number): Promise<void> {
-  for (let at = from; at < from + count; at += batch) {
+/**
+ * Publish events [from, from + count) with publishMany in batches of `batch`, `lanes` batches in
+ * flight at a time (1: one after another); data carries `n`.
+ */
+export async function publishBatches(outflow: Outflow, from: number, count: number, batch: number, lanes = 1): Promise<void> {
+  await runPool(Math.ceil(count / batch), lanes, async (b) => {
+    const at = from + b * batch
     const size = Math.min(batch, from + count - at)
     await outflow.publishMany(Array.from({ length: size }, (_, k) => ({ tenant_id: tenantId, topic, data: { n: at + k } })))
-  }
+  })
 }
 
 /** close(), bounded: a stuck drain must not hang the scenario. */

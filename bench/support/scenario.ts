@@ -15,6 +15,8 @@ export interface ScenarioContext {
   /** Unique per run: queue names, Redis key prefixes. */
   prefix: string
   sizes: Sizes
+  /** `--cpu-prof` directory: scenarios that time a window also write a profile of just that window there. */
+  cpuProf: string | null
 }
 
 /** A scenario's figures: plain numbers (NaN when not measured) and free-form notes. */

@@ -12,6 +12,8 @@ export interface Sizes {
   /** Events sent with `publishMany` (and with the bare INSERT) in batches of `batch`. */
   publishMany: number
   batch: number
+  /** publishMany batches in flight at a time in the end-to-end delivery row, so publishing is not its limit. */
+  publishLanes: number
   /** Open-loop publish rate and event count of the latency rows. */
   latencyRate: number
   latencyEvents: number
@@ -44,7 +46,7 @@ export interface Sizes {
  * sizesFor(true).deliveries // 2000
  */
 export function sizesFor(quick: boolean): Sizes {
-  const common = { concurrency: 50, batch: 100, latencyRate: 500, slowSinkDelayMs: 500 }
+  const common = { concurrency: 50, batch: 100, publishLanes: 4, latencyRate: 500, slowSinkDelayMs: 500 }
   if (quick)
     return {
       ...common,

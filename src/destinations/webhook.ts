@@ -1,6 +1,7 @@
+import type { KeyObject } from 'node:crypto'
 import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
-import { generateWebhookSecret, webhookSignatureHeader } from '../net/signing.js'
+import { generateWebhookSecret, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { CredentialsInput, DeliveryMessage, DestinationTypeDefinition, Publisher, PublishOptions } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -286,6 +287,13 @@ export const webhook: DestinationTypeDefinition = {
     const config = destination.config as WebhookConfig
     const customHeaders = lowerCaseKeys(config.custom_headers)
     const credentials = destination.credentials
+    // Decoded once per publisher (it is replaced when the destination changes), not once per delivery.
+    const keys = new Map<string, KeyObject>()
+    const keyOf = (secret: string) => {
+      let key = keys.get(secret)
+      if (!key) keys.set(secret, (key = webhookSigningKey(secret)))
+      return key
+    }
     return {
       async publish(message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> {
         const secrets = activeSecrets(credentials, Date.now())
@@ -301,7 +309,7 @@ export const webhook: DestinationTypeDefinition = {
           'user-agent': context.userAgent,
           'webhook-id': message.id,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': webhookSignatureHeader(secrets, message.id, timestamp, body),
+          'webhook-signature': webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body),
         }
         try {
           const response = await sendHttp(config.url, { method: 'POST', headers, body }, { allowPrivateNetworks: context.allowPrivateNetworks, signal })

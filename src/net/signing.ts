@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto'
 
 /** Prefix of Standard Webhooks secrets. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_'
@@ -20,22 +20,32 @@ export function webhookSecretKey(secret: string): Buffer {
 }
 
 /**
+ * The HMAC key of a secret, decoded once: a publisher signs every delivery with the same few secrets.
+ *
+ * @example
+ * const key = webhookSigningKey(secret); signWebhook(key, 'evt_1', ts, body)
+ */
+export function webhookSigningKey(secret: string): KeyObject {
+  return createSecretKey(webhookSecretKey(secret))
+}
+
+/**
  * One Standard Webhooks signature: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
  *
  * @example
  * signWebhook(secret, 'evt_1', 1700000000, '{"a":1}') // 'v1,K5oZ…='
  */
-export function signWebhook(secret: string, msgId: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', webhookSecretKey(secret)).update(`${msgId}.${timestampSeconds}.${body}`).digest('base64')
+export function signWebhook(secret: string | KeyObject, msgId: string, timestampSeconds: number, body: string): string {
+  const mac = createHmac('sha256', typeof secret === 'string' ? webhookSecretKey(secret) : secret).update(`${msgId}.${timestampSeconds}.${body}`).digest('base64')
   return `v1,${mac}`
 }
 
 /**
- * The `webhook-signature` header value: one signature per active secret, space-separated (rotation).
+ * The `webhook-signature` header value: one signature per active secret (or its key), space-separated (rotation).
  *
  * @example
  * webhookSignatureHeader([current, previous], 'evt_1', ts, body) // 'v1,abc= v1,def='
  */
-export function webhookSignatureHeader(secrets: readonly string[], msgId: string, timestampSeconds: number, body: string): string {
+export function webhookSignatureHeader(secrets: readonly (string | KeyObject)[], msgId: string, timestampSeconds: number, body: string): string {
   return secrets.map((secret) => signWebhook(secret, msgId, timestampSeconds, body)).join(' ')
 }

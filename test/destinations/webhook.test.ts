@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks'
 import * as v from 'valibot'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { closeHttpClients, httpAttemptResult, parseRetryAfter, RESPONSE_BODY_LIMIT } from '../../src/net/http-client.js'
-import { generateWebhookSecret, signWebhook } from '../../src/net/signing.js'
+import { generateWebhookSecret, signWebhook, webhookSigningKey } from '../../src/net/signing.js'
 import type { PublisherContext } from '../../src/destinations/types.js'
 import { webhook } from '../../src/destinations/webhook.js'
 import { installNetworkSentinel } from '../support/network-sentinel.js'
@@ -337,6 +337,8 @@ describe('signing', () => {
     const secret = generateWebhookSecret()
     const body = JSON.stringify(data)
     expect(signWebhook(secret, 'msg_1', 1_700_000_000, body)).toBe(new Webhook(secret).sign('msg_1', new Date(1_700_000_000_000), body))
+    // The key a publisher decodes once signs the same as the secret it came from.
+    expect(signWebhook(webhookSigningKey(secret), 'msg_1', 1_700_000_000, body)).toBe(new Webhook(secret).sign('msg_1', new Date(1_700_000_000_000), body))
   })
 })
 
