@@ -12,12 +12,14 @@ const root = resolve(import.meta.dirname, '../..')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string>; devDependencies: Record<string, string>; peerDependencies: Record<string, string> }
 /** A probe that hangs fails within this (its output in the error). */
 const probeTimeout = { timeout: 60_000 }
-const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, timeout: 180_000 })
+/** npm as a user runs it: without the npm_* variables of the `npm test` this suite may run under. */
+const npmEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')))
+const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: npmEnv, timeout: 180_000 })
 
 /** The registry answers (`npm ping`); without it the suite is skipped, unless services are required (CI). */
 async function registryReachable(): Promise<boolean> {
   try {
-    await run('npm', ['ping'], { timeout: 20_000 })
+    await run('npm', ['ping'], { env: npmEnv, timeout: 20_000 })
     return true
   } catch (error) {
     if (requireServices) throw new Error(`the npm registry is required (OUTFLOW_REQUIRE_SERVICES=1) but npm ping failed: ${(error as Error).message}`)
