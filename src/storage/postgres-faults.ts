@@ -81,6 +81,18 @@ export function withDeadline<T>(work: PromiseLike<T>, timeoutMs: number): Promis
   return Promise.race([result, deadline]).finally(() => clearTimeout(timer))
 }
 
+/**
+ * How long a closed connection waits before reconnecting, in seconds (postgres.js `backoff`), after
+ * `retries` closes with an error in a row. The driver's default grows as 3^retries / 100 up to 20 s, and
+ * every connection killed with an error counts: after a few backend kills or a restart, connections
+ * stay closed for seconds after the server is back, and every query meanwhile waits for its deadline.
+ * Here it doubles from 50 ms and is capped at 1 s (with jitter): a handful of connection attempts per
+ * second and pool at most, and service resumes within a second of the server.
+ */
+export function reconnectDelaySeconds(retries: number): number {
+  return Math.min(0.05 * 2 ** retries, 1) * (0.5 + Math.random() / 2)
+}
+
 /** How long a transaction body that failed on a lost connection waits to see the transaction itself fail. */
 const closeNoticeMs = 2_000
 

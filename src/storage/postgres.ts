@@ -7,7 +7,7 @@ import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
 import { postgresHotPath } from './postgres-hot-path.js'
-import { containedTransaction, mapStorageError, withDeadline } from './postgres-faults.js'
+import { containedTransaction, mapStorageError, reconnectDelaySeconds, withDeadline } from './postgres-faults.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage } from './storage.js'
 
@@ -43,8 +43,9 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       max: options.max ?? 10,
       onnotice: () => {},
       connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
-      // The server stops work no caller waits for any more.
-      connection: { statement_timeout: timeoutMs },
+      backoff: reconnectDelaySeconds,
+      // The server stops work no caller waits for any more; operators see whose sessions these are.
+      connection: { application_name: 'outflow', statement_timeout: timeoutMs },
     })
     const db = drizzle({ client, schema }) as unknown as Db
     // Every call: bounded by timeoutMs, connection faults reported as `unavailable`.

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { postgres } from '../../src/storage/postgres.js'
 import { clusterAvailable, startCluster, type Cluster } from '../support/pg-cluster.js'
 
 const fixture = join(import.meta.dirname, '../fixtures/pg-backend-kill.ts')
@@ -14,7 +15,7 @@ function runFixture(url: string): Promise<{ code: number | null; stdout: string;
   return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stdout, stderr })))
 }
 
-describe.runIf(clusterAvailable)('Postgres storage: a connection that dies inside a transaction', () => {
+describe.runIf(clusterAvailable)('Postgres storage: connections killed under load', () => {
   let cluster: Cluster
   beforeAll(async () => {
     cluster = await startCluster()
@@ -31,5 +32,49 @@ describe.runIf(clusterAvailable)('Postgres storage: a connection that dies insid
     expect(stderr).not.toContain('TypeError')
     expect(stdout.trim().split('\n')).toEqual(['rejected unavailable', 'alive'])
     expect(code).toBe(0)
+  }, 60_000)
+
+  // postgres.js waits 3^n / 100 s (up to 20 s) before reconnecting after n closes with an error in a
+  // row, and every killed backend counts: after a few kills the pool stayed closed for seconds while
+  // the server was up, and every call meanwhile ran into its deadline.
+  it('reconnects as soon as the server takes connections again, after repeated backend kills', async () => {
+    const url = await cluster.createDatabase('repeated_kills')
+    const storage = await postgres({ url, max: 4, timeoutMs: 2_000 })()
+    try {
+      await storage.migrate()
+      let phase: 'kills' | 'after' | 'done' = 'kills'
+      const outcomes = { kills: new Map<string, number>(), after: new Map<string, number>() }
+      const count = (key: string) => {
+        if (phase === 'done') return
+        const map = outcomes[phase]
+        map.set(key, (map.get(key) ?? 0) + 1)
+      }
+      const loop = async () => {
+        while (phase !== 'done') {
+          try {
+            await storage.getTenant('nobody')
+            count('ok')
+          } catch (err) {
+            count((err as Error).message)
+            await new Promise((r) => setTimeout(r, 50))
+          }
+        }
+      }
+      const loops = Array.from({ length: 6 }, loop)
+      for (let round = 0; round < 8; round++) {
+        await new Promise((r) => setTimeout(r, 500))
+        await cluster.terminateBackends('repeated_kills')
+      }
+      phase = 'after'
+      await new Promise((r) => setTimeout(r, 3_000))
+      phase = 'done'
+      await Promise.all(loops)
+      // Every failure was a typed `unavailable`; none after the kills was a call left waiting.
+      for (const map of Object.values(outcomes)) for (const key of map.keys()) expect(key === 'ok' || key.startsWith('storage unavailable: ')).toBe(true)
+      expect([...outcomes.after.keys()].filter((k) => k.includes('no answer within'))).toEqual([])
+      expect(outcomes.after.get('ok')).toBeGreaterThan(0)
+    } finally {
+      await storage.close()
+    }
   }, 60_000)
 })
