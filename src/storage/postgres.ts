@@ -90,7 +90,8 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
         await client.end({ timeout: 5 })
       },
       async onWork(listener) {
-        const { unlisten } = await client.listen(workChannel, () => listener())
+        // postgres.js listens again on a new connection when its connection closes; onlisten runs each time.
+        const { unlisten } = await client.listen(workChannel, () => listener(), () => listener())
         return unlisten
       },
     })

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgres } from '../../src/storage/postgres.js'
 import { clusterAvailable, startCluster, type Cluster } from '../support/pg-cluster.js'
+import { waitFor } from '../support/receiver.js'
 
 const fixture = join(import.meta.dirname, '../fixtures/pg-backend-kill.ts')
 
@@ -73,6 +74,41 @@ describe.runIf(clusterAvailable)('Postgres storage: connections killed under loa
       for (const map of Object.values(outcomes)) for (const key of map.keys()) expect(key === 'ok' || key.startsWith('storage unavailable: ')).toBe(true)
       expect([...outcomes.after.keys()].filter((k) => k.includes('no answer within'))).toEqual([])
       expect(outcomes.after.get('ok')).toBeGreaterThan(0)
+    } finally {
+      await storage.close()
+    }
+  }, 60_000)
+
+  // A NOTIFY sent while the LISTEN session is gone is lost: the worker must claim once it listens again.
+  it('calls the work listener again when the LISTEN session is re-established after a kill, and NOTIFYs arrive again', async () => {
+    const url = await cluster.createDatabase('listen_again')
+    const storage = await postgres({ url, max: 2, timeoutMs: 2_000 })()
+    try {
+      await storage.migrate()
+      const now = new Date()
+      await storage.upsertTenant('t', {}, now)
+      await storage.insertDestination({ tenant_id: 't', id: 'd', type: 'webhook', topics: ['*'], filter: null, config: { url: 'http://127.0.0.1:9/' }, credentials: '{}', delivery_metadata: null, metadata: null, disabled_at: null, created_at: now, updated_at: now, consecutive_failures: 0 })
+      let calls = 0
+      await storage.onWork!(() => calls++)
+      expect(calls).toBe(1) // the first subscription
+      await cluster.terminateBackends('listen_again')
+      await waitFor(() => calls > 1, 15_000, 'the listener called on the new subscription')
+      // The new subscription hears announcements: an event inserted without a lease is announced.
+      const heard = calls
+      let n = 0
+      await waitFor(
+        async () => {
+          const at = new Date()
+          n++
+          await storage
+            .insertEvents([{ event: { tenant_id: 't', id: `e${n}`, topic: 'x', time: at, data: {}, metadata: {}, eligible_for_retry: true, created_at: at }, deliveries: [{ id: `dl${n}`, destination_id: 'd', next_attempt_at: at }] }])
+            .catch(() => undefined) // the first statement after the kill may meet the killed session's error
+          await new Promise((r) => setTimeout(r, 200))
+          return calls > heard
+        },
+        15_000,
+        'a NOTIFY heard on the new subscription',
+      )
     } finally {
       await storage.close()
     }
