@@ -88,7 +88,10 @@ interface Sample {
 export interface FaultContext {
   cluster: Cluster
   database: string
+  /** The engines serving now (a replaced one is swapped in place). */
   engines: EngineProcess[]
+  /** SIGKILL engine `index` and start a new one in its place (same database and options). */
+  replaceEngine(index: number): Promise<void>
   /** Record a fault window (for the time-to-recover figure): call when a fault starts and when it ends. */
   mark(phase: 'start' | 'end'): void
 }
@@ -106,6 +109,8 @@ export interface ScenarioOptions {
   requestBoundMs: number
   /** How long the pipeline may take to deliver everything after the load stops, ms. */
   drainMs: number
+  /** Requests may fail without an answer (their engine was killed under them). */
+  allowNetworkErrors?: boolean
   /** The fault; resolves once it is over. */
   fault(ctx: FaultContext): Promise<void>
 }
@@ -143,8 +148,12 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
   const url = await cluster.createDatabase(database)
   const receiver = await startReceiver()
   const engines: EngineProcess[] = []
+  /** Every engine started, killed ones included (their deliveries count). */
+  const started: EngineProcess[] = []
+  const delivered = () => started.reduce((n, e) => n + e.delivered, 0)
   try {
     for (let i = 0; i < (options.engines ?? 1); i++) engines.push(await startEngine(url, options.engine))
+    started.push(...engines)
     const setup = engines[0]!.port
     expect2xx(await api(setup, 'PUT', '/tenants/acme', {}))
     expect2xx(await api(setup, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } }))
@@ -153,8 +162,9 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     const samples: Sample[] = []
     let stopping = false
     const publisher = async (p: number) => {
-      const engine = engines[p % engines.length]!
-      for (let n = 0; !stopping; ) {
+      for (let n = 0, tries = 0; !stopping; tries++) {
+        // The publisher's own engine, or the next one that is up (a client behind a load balancer).
+        const engine = [...engines.keys()].map((k) => engines[(p + tries + k) % engines.length]!).find((e) => e.alive()) ?? engines[0]!
         const id = `p${p}-${n}`
         const start = Date.now()
         let outcome: Sample['outcome']
@@ -186,6 +196,14 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       cluster,
       database,
       engines,
+      async replaceEngine(index) {
+        const old = engines[index]!
+        old.proc.kill('SIGKILL')
+        await old.exited
+        const fresh = await startEngine(url, options.engine)
+        started.push(fresh)
+        engines[index] = fresh
+      },
       mark(phase) {
         if (phase === 'start') windows.push({ start: Date.now() })
         else windows.at(-1)!.end = Date.now()
@@ -194,7 +212,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     const publishers = Array.from({ length: options.publishers }, (_, p) => publisher(p))
     await sleep(options.before)
     await options.fault(ctx)
-    const deliveredAtFaultEnd = engines.reduce((n, e) => n + e.delivered, 0)
+    const deliveredAtFaultEnd = delivered()
     await sleep(options.after)
     stopping = true
     await Promise.all(publishers)
@@ -223,7 +241,8 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     const all = receiver.on('/hook')
     const lost = [...acked].filter((id) => !seen.has(id)).length
 
-    const bad = samples.filter((s) => (s.outcome !== 202 && s.outcome !== 503) || s.end - s.start > options.requestBoundMs)
+    const allowed = new Set<Sample['outcome']>([202, 503, ...(options.allowNetworkErrors ? ['network' as const] : [])])
+    const bad = samples.filter((s) => !allowed.has(s.outcome) || s.end - s.start > options.requestBoundMs)
     const outcomes: Record<string, number> = {}
     for (const s of samples) outcomes[String(s.outcome)] = (outcomes[String(s.outcome)] ?? 0) + 1
     const perSecond = new Map<number, { n: number; errors: number }>()
@@ -248,12 +267,12 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       outcomes,
       bad,
       alive: engines.every((e) => e.alive()),
-      deliveredAfterFault: engines.reduce((n, e) => n + e.delivered, 0) - deliveredAtFaultEnd,
-      engineErrors: engines.flatMap((e) => e.log.filter((l) => !l.startsWith('{') || /"level":"(error|fatal)"/.test(l))),
+      deliveredAfterFault: delivered() - deliveredAtFaultEnd,
+      engineErrors: started.flatMap((e) => e.log.filter((l) => !l.startsWith('{') || /"level":"(error|fatal)"/.test(l))),
     }
   } finally {
-    for (const e of engines) if (e.alive()) e.proc.kill('SIGKILL')
-    await Promise.all(engines.map((e) => e.exited))
+    for (const e of started) if (e.alive()) e.proc.kill('SIGKILL')
+    await Promise.all(started.map((e) => e.exited))
     await receiver.close()
   }
 }
@@ -291,4 +310,17 @@ export const pause =
     await sleep(forMs)
     cluster.resume()
     mark('end')
+  }
+
+/** SIGKILL one of the engines (in turn) every `everyMs` for `forMs`, starting a new process in its place. */
+export const killEngines =
+  (everyMs: number, forMs: number) =>
+  async ({ engines, replaceEngine, mark }: FaultContext) => {
+    const until = Date.now() + forMs
+    for (let i = 0; Date.now() < until; i++) {
+      mark('start')
+      await replaceEngine(i % engines.length)
+      mark('end')
+      await sleep(everyMs)
+    }
   }
