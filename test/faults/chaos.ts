@@ -31,6 +31,7 @@ try {
     const result = await runScenario(cluster, scenario)
     results.push(result)
     process.stderr.write(`${JSON.stringify({ ...result, bad: result.bad.length, engineErrors: result.engineErrors.length })}\n`)
+    for (const line of result.engineErrors.filter((l) => !l.includes('http request failed'))) process.stderr.write(`  ${line}\n`)
   }
 } finally {
   await cluster.stop()

@@ -126,6 +126,8 @@ export interface ScenarioResult {
   unrecorded: number
   /** Deliveries the receiver got more than once (all events). */
   duplicates: number
+  /** The events delivered more than once, with the time of each delivery (ms since the run started). */
+  duplicated: { id: string; at: number[] }[]
   /** Longest time, over the fault windows, from a fault's end to the next acknowledged publish, ms. */
   recoverMs: number
   /** Highest share of publishes answered with an error in any one second. */
@@ -146,6 +148,7 @@ export interface ScenarioResult {
 export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<ScenarioResult> {
   const database = `${options.name.replace(/\W/g, '_')}_${Math.random().toString(36).slice(2, 8)}`
   const url = await cluster.createDatabase(database)
+  const runStart = Date.now()
   const receiver = await startReceiver()
   const engines: EngineProcess[] = []
   /** Every engine started, killed ones included (their deliveries count). */
@@ -261,6 +264,7 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
       lost,
       unrecorded,
       duplicates: all.length - seen.size,
+      duplicated: [...byId(all).entries()].filter(([, at]) => at.length > 1).map(([id, at]) => ({ id, at: at.map((t) => t - runStart) })),
       recoverMs,
       peakErrorRate: Math.max(0, ...[...perSecond.values()].map((b) => b.errors / b.n)),
       maxLatencyMs: Math.max(0, ...samples.map((s) => s.end - s.start)),
@@ -275,6 +279,16 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
     await Promise.all(started.map((e) => e.exited))
     await receiver.close()
   }
+}
+
+/** Reception times per webhook-id. */
+function byId(received: { headers: Record<string, unknown>; at: number }[]): Map<string, number[]> {
+  const out = new Map<string, number[]>()
+  for (const r of received) {
+    const id = String(r.headers['webhook-id'])
+    out.set(id, [...(out.get(id) ?? []), r.at])
+  }
+  return out
 }
 
 function expect2xx(response: Response) {
