@@ -1,11 +1,9 @@
 import { OutflowError } from '../errors.js'
+import { unavailable } from './faults.js'
 
 // What the Postgres storage does when the database goes away (restart, killed backend, network cut)
 // or stops answering (paused, overloaded): callers get a typed `unavailable` error within a bound,
 // and one dead connection never takes the process down.
-
-/** Sent with every `unavailable` from storage: a client may try again this soon (seconds). */
-const retryAfterSeconds = '1'
 
 /**
  * postgres.js codes for a connection that is gone or could not be made, and the socket errors under
@@ -50,11 +48,6 @@ export function isUnavailable(err: unknown): boolean {
   if (err instanceof OutflowError) return err.code === 'unavailable'
   const code = codeOf(err)
   return code !== undefined && (lostConnectionCodes.has(code) || unavailableSqlStates.test(code))
-}
-
-/** The typed error for a storage call that failed because Postgres is unavailable (503 with Retry-After). */
-export function unavailable(reason: string, cause?: unknown): OutflowError {
-  return new OutflowError('unavailable', `storage unavailable: ${reason}`, { headers: { 'Retry-After': retryAfterSeconds }, cause })
 }
 
 /** Connection faults become `unavailable`; any other error passes through unchanged. */
