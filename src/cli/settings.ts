@@ -25,6 +25,7 @@ const variable = (name: string, path: string, kind: Kind = 'string'): Variable =
 export const variables: readonly Variable[] = [
   variable('DATABASE_URL', 'postgres.url'),
   variable('OUTFLOW_POSTGRES_MAX', 'postgres.max', 'integer'),
+  variable('OUTFLOW_POSTGRES_TIMEOUT_MS', 'postgres.timeoutMs', 'integer'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -82,6 +83,7 @@ export const SettingsSchema = v.pipe(
       v.object({
         url: v.pipe(v.string('must be a string'), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),
         max: v.optional(integer(1)),
+        timeoutMs: v.optional(integer(1)),
       }),
     ),
     sqlite: v.optional(

@@ -1,5 +1,5 @@
 import type { DeliveryWorker, QueuedDelivery } from './worker.js'
-import { notFound } from '../errors.js'
+import { OutflowError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { PublishResult } from '../model/event.js'
 import type { DestinationRecord, EventRecord, NewEventWithDeliveries } from '../storage/storage.js'
@@ -71,7 +71,10 @@ export class EventWriter {
   async #commit(batch: Pending[]): Promise<void> {
     try {
       const tenantIds = [...new Set(batch.flatMap((p) => p.events.map((e) => e.event.tenant_id)))]
-      const targets = await this.#storage.publishTargets(tenantIds)
+      const targets = await this.#storage.publishTargets(tenantIds).catch((err: unknown) => {
+        this.#failQueued(err)
+        throw err
+      })
       // A call naming an unknown tenant or destination fails alone; the rest of the batch goes on.
       const accepted: { pending: Pending; items: NewEventWithDeliveries[] }[] = []
       for (const pending of batch) {
@@ -93,6 +96,7 @@ export class EventWriter {
         results = await this.#storage.insertEvents(items)
       } catch (err) {
         for (const a of accepted) a.pending.reject(err)
+        this.#failQueued(err)
         return
       }
       const claimed: QueuedDelivery[] = []
@@ -122,6 +126,16 @@ export class EventWriter {
     } catch (err) {
       for (const p of batch) p.reject(err)
     }
+  }
+
+  /**
+   * Storage is unavailable: the calls queued behind the failed commit fail at once with the same error
+   * rather than each wait for a commit of their own to fail, so a publish answers within one commit's
+   * storage timeouts while the database does not answer.
+   */
+  #failQueued(err: unknown): void {
+    if (!(err instanceof OutflowError && err.code === 'unavailable')) return
+    for (const p of this.#queue.splice(0)) p.reject(err)
   }
 
   #deliveriesOf({ event, destinationId }: EventToWrite, targets: Map<string, DestinationRecord[]>): NewEventWithDeliveries {

@@ -16,6 +16,7 @@ import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operat
 import { DeliveryError, closeHttpClients } from '../net/http-client.js'
 import { failureBeforeSending } from '../destinations/failure.js'
 import { startDeadline } from '../net/deadline.js'
+import { OutflowError } from '../errors.js'
 
 const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
@@ -24,6 +25,12 @@ const destinationCacheMs = 1_000
 const writeBatch = 500
 /** How long results gather before a write: bigger batches, fewer commits; delivery itself is not delayed. */
 const writeGatherMs = 10
+/** Results that could not be written while storage was unavailable are written again after this, doubling up to 2 s. */
+const writeRetryMs = 100
+const maxWriteRetryMs = 2_000
+
+/** Storage did not answer or lost its connection (Postgres restarting, paused, unreachable): worth trying again. */
+const isUnavailable = (err: unknown) => err instanceof OutflowError && err.code === 'unavailable'
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
 
@@ -51,6 +58,12 @@ export class DeliveryWorker {
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
   #writes: RecordedAttempt[] = []
   #writing?: Promise<void>
+  /** Failed writes in a row while storage is unavailable (sets the retry delay). */
+  #writeFailures = 0
+  /** Ends the wait before writing results again (close()). */
+  #retryWrites?: () => void
+  /** Since when storage has been unavailable, and how many calls failed meanwhile (logged once per outage). */
+  #outage?: { since: number; failures: number }
   #running = false
   #stopping = false
   #loop?: Promise<void>
@@ -70,7 +83,9 @@ export class DeliveryWorker {
     if (this.#running) return
     this.#running = true
     this.#loop = this.#claimLoop()
-    // Other instances announce work they could not take themselves; the poll is only the fallback.
+    // Other instances announce work they could not take themselves; the poll is only the fallback. The
+    // listener is also called when the subscription is made again after a lost connection: claiming then
+    // catches up on what was announced meanwhile.
     this.#unlisten = this.#ctx.storage.onWork?.(() => this.wake()).catch((err: unknown) => {
       this.#ctx.options.logger.error({ error: errorFields(err) }, 'listening for work failed; relying on polling')
       return undefined
@@ -170,11 +185,12 @@ export class DeliveryWorker {
         try {
           const now = this.#ctx.now()
           const claimed = await this.#ctx.storage.claimDueDeliveries({ owner: this.id, now, leaseUntil: new Date(now.getTime() + leaseMs), limit: room })
+          this.#storageAnswered()
           this.enqueue(claimed)
           full = claimed.length === room
         } catch (err) {
           if (this.#stopping) break
-          this.#ctx.options.logger.error({ error: errorFields(err) }, 'claiming deliveries failed')
+          this.#storageFailed(err, 'claiming deliveries failed')
         }
       }
       if (full) continue
@@ -197,8 +213,31 @@ export class DeliveryWorker {
       const until = new Date(Date.now() + this.#ctx.options.delivery.leaseMs)
       await this.#ctx.storage.extendLeases(this.id, [...this.#held.keys()], until)
     } catch (err) {
-      this.#ctx.options.logger.error({ count: this.#held.size, error: errorFields(err) }, 'renewing leases failed')
+      this.#storageFailed(err, 'renewing leases failed', { count: this.#held.size })
     }
+  }
+
+  /**
+   * A storage call failed. While storage is unavailable the loops keep trying at their usual pace; the
+   * outage is logged when it starts and when it ends, not at every failed call. Other errors are logged each time.
+   */
+  #storageFailed(err: unknown, message: string, fields: Record<string, unknown> = {}): void {
+    const { logger } = this.#ctx.options
+    if (!isUnavailable(err)) return logger.error({ ...fields, error: errorFields(err) }, message)
+    if (this.#outage) {
+      this.#outage.failures++
+      return
+    }
+    this.#outage = { since: Date.now(), failures: 1 }
+    logger.warn({ ...fields, error: errorFields(err) }, `storage unavailable (${message}); delivery resumes when it answers`)
+  }
+
+  /** A storage call succeeded: ends an outage. */
+  #storageAnswered(): void {
+    if (!this.#outage) return
+    const { since, failures } = this.#outage
+    this.#outage = undefined
+    this.#ctx.options.logger.warn({ outage_ms: Date.now() - since, failed_calls: failures }, 'storage available again')
   }
 
   async #destination(tenantId: string, destinationId: string): Promise<DestinationRecord | null> {
@@ -245,6 +284,7 @@ export class DeliveryWorker {
 
   async #attempt(d: QueuedDelivery): Promise<void> {
     let recorded = false
+    let later = false
     try {
       if (this.#stopping) return // not started before close(): its lease is released
       const destination = await this.#destination(d.tenant_id, d.destination_id)
@@ -283,11 +323,26 @@ export class DeliveryWorker {
       this.#ctx.reporter.attempted(write.attempt)
       if (entry.gone) await this.#disableGone(entry)
     } catch (err) {
-      this.#ctx.options.logger.error({ tenant_id: d.tenant_id, destination_id: d.destination_id, event_id: d.event_id, error: errorFields(err) }, 'delivery attempt failed unexpectedly')
+      const fields = { tenant_id: d.tenant_id, destination_id: d.destination_id, event_id: d.event_id }
+      // Storage failed before the attempt (reading the destination): try again soon, rather than leave
+      // the delivery to wait for its lease to expire.
+      later = !recorded && isUnavailable(err) && !this.#stopping
+      if (later) this.#storageFailed(err, 'reading the destination failed', fields)
+      else this.#ctx.options.logger.error({ ...fields, error: errorFields(err) }, 'delivery attempt failed unexpectedly')
     } finally {
       // A recorded attempt stays held until its result is written, so the claim loop cannot take it again.
-      if (!recorded) this.#release([d.id])
+      if (later) this.#startLater(d)
+      else if (!recorded) this.#release([d.id])
     }
+  }
+
+  /** Queue a held delivery again after a pause (it stays held meanwhile: the claim loop does not take it). */
+  #startLater(d: QueuedDelivery): void {
+    setTimeout(() => {
+      this.#held.delete(d.id)
+      if (this.#stopping) return this.#release([d.id])
+      this.enqueue([d])
+    }, this.#ctx.options.delivery.pollIntervalMs).unref()
   }
 
   #release(ids: string[]): void {
@@ -330,7 +385,17 @@ export class DeliveryWorker {
         this.#gathered = () => (clearTimeout(timer), resolve())
       })
       this.#gathered = undefined
-      while (this.#writes.length > 0) await this.#writeBatch(this.#writes.splice(0, writeBatch))
+      while (this.#writes.length > 0) {
+        if (await this.#writeBatch(this.#writes.splice(0, writeBatch))) continue
+        // Storage is unavailable: the results wait (their deliveries stay held, so this worker does not
+        // attempt them again) and are written once it answers.
+        const delay = Math.min(maxWriteRetryMs, writeRetryMs * 2 ** (this.#writeFailures - 1))
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay)
+          this.#retryWrites = () => (clearTimeout(timer), resolve())
+        })
+        this.#retryWrites = undefined
+      }
     })().finally(() => {
       this.#writing = undefined
       if (this.#writes.length > 0) this.#startWriting()
@@ -342,21 +407,35 @@ export class DeliveryWorker {
     while (this.#writing || this.#writes.length > 0) {
       this.#startWriting()
       this.#gathered?.()
+      this.#retryWrites?.()
       await this.#writing
     }
   }
 
-  /** Write attempt results in one transaction, then report outcomes (operator events, failure streaks) and schedule wake-ups. */
-  async #writeBatch(entries: RecordedAttempt[]): Promise<void> {
+  /**
+   * Write attempt results in one transaction, then report outcomes (operator events, failure streaks) and
+   * schedule wake-ups. False when storage was unavailable: the entries are back at the head of the queue
+   * (a write that failed this way may still have been applied: writing an attempt again is a no-op).
+   */
+  async #writeBatch(entries: RecordedAttempt[]): Promise<boolean> {
     const writes = entries.map((e) => e.write)
+    let written = true
     try {
       let streaks
       try {
         streaks = await this.#ctx.storage.recordAttempts(writes)
+        this.#writeFailures = 0
       } catch (err) {
+        if (isUnavailable(err) && !this.#stopping) {
+          this.#writeFailures++
+          this.#storageFailed(err, 'recording attempts failed', { count: writes.length })
+          this.#writes.unshift(...entries)
+          written = false
+          return false
+        }
         // The leases expire and the deliveries are attempted again: at-least-once.
         this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'recording attempts failed')
-        return
+        return true
       }
       for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
       const disabled = await reportOutcomes(this.#ctx, entries, streaks).catch((err: unknown) => {
@@ -364,8 +443,9 @@ export class DeliveryWorker {
         return []
       })
       for (const { tenant_id, destination_id } of disabled) this.destinationChanged(tenant_id, destination_id)
+      return true
     } finally {
-      this.#release(writes.map((w) => w.delivery.id))
+      if (written) this.#release(writes.map((w) => w.delivery.id))
     }
   }
 

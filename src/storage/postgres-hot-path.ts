@@ -114,6 +114,8 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
  * One statement: move each delivery to its next state, then log the attempts of the deliveries still there.
  * The update holds the delivery rows, so a tenant delete either waits and then sees these attempts, or
  * committed first and no attempt is written for it. A delivery cancelled meanwhile stays cancelled.
+ * An attempt already logged is skipped with its delivery's update: the worker writes results again when
+ * a write failed on a lost connection or a deadline, and such a write may have committed after all.
  */
 async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise<void> {
   const a = writes.map((w) => w.attempt)
@@ -138,8 +140,10 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
         col(writes.map((w) => iso(w.delivery.next_attempt_at)), 'timestamptz'),
         col(writes.map((w) => iso(w.attempt.delivered_at)), 'timestamptz'),
         col(writes.map((w) => iso(w.delivery.successful_at)), 'timestamptz'),
-      )} as v(id, status, next_at, delivered_at, successful_at)
+        col(writes.map((w) => w.attempt.id), 'text'),
+      )} as v(id, status, next_at, delivered_at, successful_at, attempt_id)
       where ${d.id} = v.id and ${d.id} in (select id from locked)
+        and not exists (select 1 from ${t.attempts} done where done.id = v.attempt_id)
       returning ${d.id}
     )
     insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,

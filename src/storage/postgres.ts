@@ -6,6 +6,7 @@ import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
 import { postgresHotPath } from './postgres-hot-path.js'
+import { containedTransaction, mapStorageError, reconnectDelaySeconds, withDeadline } from './postgres-faults.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage } from './storage.js'
 
@@ -14,6 +15,12 @@ export interface PostgresOptions {
   url: string
   /** Pool size (default 10). */
   max?: number
+  /**
+   * How long one storage call (a statement, or a whole transaction) waits for Postgres, ms (default
+   * 10000). Past it the call fails with `unavailable` (HTTP 503 with Retry-After) instead of waiting for
+   * a paused or unreachable server; it is also the connect timeout and the server's `statement_timeout`.
+   */
+  timeoutMs?: number
 }
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
@@ -34,20 +41,38 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres', 'Postgres storage')
     // drizzle's driver module imports postgres itself: loaded after it, so a missing driver is the error above.
     const { drizzle } = await import('drizzle-orm/postgres-js')
-    const client = connect(options.url, { max: options.max ?? 10, onnotice: () => {} })
+    const timeoutMs = options.timeoutMs ?? 10_000
+    const client = connect(options.url, {
+      max: options.max ?? 10,
+      onnotice: () => {},
+      connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+      backoff: reconnectDelaySeconds,
+      // The server stops work no caller waits for any more; operators see whose sessions these are.
+      connection: { application_name: 'outflow', statement_timeout: timeoutMs },
+    })
     const db = drizzle({ client, schema }) as unknown as Db
+    // Every call: bounded by timeoutMs, connection faults reported as `unavailable`.
+    const bounded = <T>(work: () => Promise<T>): Promise<T> =>
+      withDeadline(work(), timeoutMs).catch((err: unknown) => {
+        throw mapStorageError(err)
+      })
     const ctx: SqlContext = {
       dialect: 'postgres',
       tables: schema,
       hotPath: postgresHotPath(schema),
-      run: (fn) => fn(db),
-      transaction: (fn, { durable = true } = {}) =>
-        db.transaction(async (tx) => {
-          // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
-          // need not wait for a WAL flush; publishes and directory changes always do.
-          if (!durable) await tx.execute(sql`set local synchronous_commit = off`)
-          return fn(tx as unknown as Db)
-        }),
+      run: (fn) => bounded(() => fn(db)),
+      transaction: <T>(fn: (db: Db) => Promise<T>, { durable = true } = {}) =>
+        bounded(() =>
+          containedTransaction(
+            (body: (tx: Db) => Promise<T>) => db.transaction((tx) => body(tx as unknown as Db)),
+            async (tx) => {
+              // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
+              // need not wait for a WAL flush; publishes and directory changes always do.
+              if (!durable) await tx.execute(sql`set local synchronous_commit = off`)
+              return fn(tx)
+            },
+          ),
+        ),
       notifyWork: async (tx) => {
         await tx.execute(sql`select pg_notify(${workChannel}, '')`)
       },
@@ -82,7 +107,8 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
         return null
       },
       async onWork(listener) {
-        const { unlisten } = await client.listen(workChannel, () => listener())
+        // postgres.js listens again on a new connection when its connection closes; onlisten runs each time.
+        const { unlisten } = await client.listen(workChannel, () => listener(), () => listener())
         return unlisten
       },
     })

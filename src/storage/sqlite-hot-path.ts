@@ -43,6 +43,7 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const deleteAttempts = client.prepare(`delete from attempts where (tenant_id, event_id) ${inBatch}`)
   const deleteDeliveries = client.prepare(`delete from deliveries where (tenant_id, event_id) ${inBatch}`)
   const deleteEvents = client.prepare(`delete from events where (tenant_id, id) ${inBatch}`)
+  const attemptExists = client.prepare(`select 1 from attempts where id = ?`).pluck()
   // A delivery cancelled meanwhile (its destination was deleted) stays cancelled.
   const updateDelivery = client.prepare(
     `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
@@ -74,6 +75,8 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
     },
     writeAttempts(_db, writes) {
       for (const { attempt: a, delivery: d } of writes) {
+        // Written already (the worker writes results again after a failed write): nothing to do.
+        if (attemptExists.get(a.id)) continue
         // No attempt is logged for a delivery that is gone (its tenant was deleted).
         if (updateDelivery.run(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id).changes === 0) continue
         insertAttempt.run(

@@ -6,6 +6,7 @@ import * as schema from './schema/sqlite.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
 import { createSqlStorage } from './sql-storage.js'
 import { sqliteHotPath } from './sqlite-hot-path.js'
+import { unavailable } from './faults.js'
 import type { Storage } from './storage.js'
 
 export interface SqliteOptions {
@@ -49,6 +50,26 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
 }
 
 /**
+ * SQLite result codes of a database that cannot take the call right now (disk full, file system
+ * read-only or failing, another process holding the write lock past busyTimeoutMs): `unavailable`,
+ * HTTP 503. The transaction was rolled back, so nothing of the call was written.
+ */
+const unavailableCodes = /^SQLITE_(FULL|IOERR|READONLY|BUSY|CANTOPEN|PROTOCOL|NOMEM)/
+
+function mapSqliteError(err: unknown): unknown {
+  let error = err
+  // drizzle's DrizzleQueryError carries the driver's error as its cause.
+  for (let depth = 0; depth < 5 && error instanceof Error && !('code' in error) && error.cause !== undefined; depth++) error = error.cause
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && unavailableCodes.test(code) ? unavailable(code, err) : err
+}
+
+const mapped = <T>(work: Promise<T>): Promise<T> =>
+  work.catch((err: unknown) => {
+    throw mapSqliteError(err)
+  })
+
+/**
  * better-sqlite3 runs each statement synchronously on one connection, so async transaction bodies
  * are safe only if nothing else touches the connection meanwhile: every call goes through one mutex
  * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT.
@@ -68,9 +89,9 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FUL
     get hotPath() {
       return (hotPath ??= sqliteHotPath(client))
     },
-    run: (fn) => exclusive(() => fn(db)),
+    run: (fn) => mapped(exclusive(() => fn(db))),
     transaction: (fn, { durable = true } = {}) =>
-      exclusive(async () => {
+      mapped(exclusive(async () => {
         // In WAL mode NORMAL skips the fsync at commit but never risks consistency; a later FULL
         // commit (the next publish) makes these writes durable too.
         const relax = !durable && synchronous === 'FULL'
@@ -86,6 +107,6 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FUL
         } finally {
           if (relax) client.pragma('synchronous = FULL')
         }
-      }),
+      })),
   }
 }

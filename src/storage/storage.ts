@@ -71,7 +71,11 @@ export interface Storage {
   insertEvents(items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
   /** Lease up to `limit` due deliveries (pending, next_attempt_at <= now, lease free or expired). */
   claimDueDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>
-  /** Write attempt results and the new delivery states in one transaction; returns failure streaks per destination. */
+  /**
+   * Write attempt results and the new delivery states in one transaction; returns failure streaks per destination.
+   * An attempt already recorded (same id) is skipped with its delivery's update, so a write that failed
+   * without knowing whether it committed can be made again.
+   */
   recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]>
   /** Extend the leases `owner` still holds on these deliveries (work queued behind a slow destination). */
   extendLeases(owner: string, ids: string[], leaseUntil: Date): Promise<number>
@@ -83,8 +87,9 @@ export interface Storage {
    */
   holdDeliveries(ids: string[], cancel: boolean): Promise<void>
   /**
-   * Call `listener` when another process made deliveries due (Postgres LISTEN/NOTIFY). Optional:
-   * single-process drivers (SQLite) do not need it. Resolves to an unsubscribe function.
+   * Call `listener` when another process made deliveries due (Postgres LISTEN/NOTIFY), and each time the
+   * subscription is made again after its connection was lost (announcements may have been missed).
+   * Optional: single-process drivers (SQLite) do not need it. Resolves to an unsubscribe function.
    */
   onWork?(listener: () => void): Promise<() => Promise<void>>
   /** Make a delivery due now for one manual attempt; false when there is no such delivery or its destination is gone. */

@@ -311,6 +311,21 @@ for (const kind of storageKinds()) {
         expect(mine(await s.claimDueDeliveries({ owner: 'C', now: at(9500), leaseUntil: at(9900), limit: 100 }))).toEqual(['dlv-q1'])
       })
 
+      it('writing an attempt that is already recorded changes nothing (the worker writes again after a failed write)', async () => {
+        await s.upsertTenant('t-again', {}, t0)
+        await s.insertDestination(destination('t-again', 'd'))
+        await s.insertEvents([{ event: event('t-again', 'a1'), deliveries: [{ id: 'dlv-again', destination_id: 'd', next_attempt_at: t0 }] }])
+        const write = attempted('t-again', 'dlv-again', 'a1', 'd', true, 50)
+        await s.recordAttempts([write])
+        await s.recordAttempts([write])
+        const attempts = await s.listAttempts('t-again', 'a1')
+        expect(attempts.map((a) => a.id)).toEqual([write.attempt.id])
+        expect(await s.getEvent('t-again', 'a1', 'd')).toMatchObject({ status: 'success' })
+        // A new attempt of the same delivery is still written.
+        await s.recordAttempts([{ ...write, attempt: { ...write.attempt, id: 'att_again_2', attempt_number: 2 } }])
+        expect(await s.listAttempts('t-again', 'a1')).toHaveLength(2)
+      })
+
       it('records attempts, updates delivery state and failure streaks, and lists attempted pairs only', async () => {
         await s.upsertTenant('t-r', {}, t0)
         await s.insertDestination(destination('t-r', 'd1'))

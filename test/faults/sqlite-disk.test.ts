@@ -1,0 +1,115 @@
+import { execFileSync } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createOutflow } from '../../src/create-outflow.js'
+import type { Outflow } from '../../src/engine.js'
+import { sqlite } from '../../src/storage/sqlite.js'
+import { apiKey, rejection } from '../support/engines.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
+
+// SQLite on a small file system of its own (a tmpfs the test mounts, so it needs root) that fills up.
+// (A read-only directory cannot be staged the same way: root ignores permission bits, and a file system
+// with the database open for writing refuses to be remounted read-only. SQLITE_READONLY maps like
+// SQLITE_FULL, see src/storage/sqlite.ts.)
+
+const mount = (...args: string[]) => execFileSync('mount', args, { stdio: 'pipe' })
+
+/** Mounting a tmpfs works here (root, and a kernel that lets this container mount). */
+const canMount = (() => {
+  if (process.getuid?.() !== 0) return false
+  const probe = mkdtempSync(join(tmpdir(), 'outflow-mount-'))
+  try {
+    mount('-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe)
+    execFileSync('umount', [probe])
+    return true
+  } catch {
+    return false
+  } finally {
+    rmSync(probe, { recursive: true, force: true })
+  }
+})()
+if (!canMount) console.warn('[outflow tests] cannot mount a tmpfs (needs root): skipping the SQLite disk fault suite')
+
+/** Fill the file system with one file until it has no space left; returns the file to remove. */
+function fill(dir: string): string {
+  const path = join(dir, 'filler')
+  const fd = openSync(path, 'w')
+  const chunk = Buffer.alloc(64 * 1024, 1)
+  try {
+    for (;;) writeSync(fd, chunk)
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOSPC') throw err
+  } finally {
+    closeSync(fd)
+  }
+  return path
+}
+
+const admin = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
+const big = 'x'.repeat(16 * 1024)
+
+describe.runIf(canMount)('SQLite: the disk fills up', () => {
+  let dir: string
+  let outflow: Outflow
+  let receiver: Awaited<ReturnType<typeof startReceiver>>
+  const errors: string[] = []
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'outflow-disk-'))
+    mount('-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', dir)
+    receiver = await startReceiver()
+    const logger = { debug() {}, info() {}, warn() {}, error: (_: unknown, message: string) => void errors.push(message) }
+    outflow = await createOutflow({ storage: sqlite({ path: join(dir, 'outflow.db') }), apiKey, logger, allowPrivateNetworks: true, delivery: { pollIntervalMs: 50 } })
+    await outflow.upsertTenant('acme', {})
+    await outflow.createDestination('acme', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
+  })
+  afterAll(async () => {
+    await outflow?.close().catch(() => {})
+    await receiver?.close()
+    try {
+      execFileSync('umount', [dir])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  const delivered = (ids: string[]) => waitFor(() => ids.every((id) => receiver.on('/hook').some((r) => r.headers['webhook-id'] === id)), 20_000, 'deliveries')
+  const batch = (prefix: string, n = 20) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, tenant_id: 'acme', topic: 'order.created', data: { big } }))
+
+  it('a full disk fails publishes with `unavailable` (503), writes nothing of them, and delivery resumes when space returns', async () => {
+    const before = await outflow.publishMany(batch('before'))
+    await delivered(before.map((p) => p.id))
+
+    const filler = fill(dir)
+    // Fill what the file system still takes (the WAL may have room left) until a publish fails.
+    let failed: ReturnType<typeof batch> | undefined
+    for (let i = 0; i < 50 && !failed; i++) {
+      const events = batch(`full-${i}`)
+      const err = await outflow.publishMany(events).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      if (err) {
+        expect(err).toMatchObject({ code: 'unavailable', status: 503 })
+        expect((err as Error).message).toMatch(/^storage unavailable: SQLITE_(FULL|IOERR)/)
+        failed = events
+      }
+    }
+    expect(failed).toBeDefined()
+    // Through HTTP: a 503 with Retry-After, never a 500.
+    const response = await outflow.fetch(new Request('http://host/api/v1/publish', { method: 'POST', headers: admin, body: JSON.stringify({ id: 'http-full', tenant_id: 'acme', topic: 'order.created', data: { big } }) }))
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('1')
+    // Nothing of the failed batch was written.
+    for (const e of failed!) expect(await rejection(outflow.getEvent('acme', e.id))).toMatchObject({ status: 404 })
+
+    rmSync(filler)
+    const after = await outflow.publishMany(failed!)
+    expect(after.every((p) => !p.duplicate)).toBe(true)
+    await delivered([...after.map((p) => p.id)])
+    // Every delivery ends recorded as a success (results held during the outage were written).
+    await waitFor(async () => (await outflow.health()).queue?.depth === 0, 20_000, 'an empty queue')
+    expect(errors.filter((m) => m !== 'http request failed')).toEqual([])
+  }, 60_000)
+})
