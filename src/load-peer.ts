@@ -47,16 +47,16 @@ function firstLine(err: unknown): string {
 const commonJs = typeof module === 'object' && typeof require === 'function'
 
 /** `import(name)`, or in the CommonJS build the same namespace shape from `require(name)`. */
-function importPeer(name: string): Promise<unknown> {
-  if (!commonJs) return import(name)
-  return new Promise((resolve) => {
+export function importPeer<T = unknown>(name: string): Promise<T> {
+  if (!commonJs) return import(name) as Promise<T>
+  return new Promise<unknown>((resolve) => {
     const exports = require(name) as object
     resolve({ ...exports, default: exports })
   }).catch((error: unknown) => {
     // An ESM-only peer: Node's require(esm) or, without it, import().
     if ((error as { code?: unknown }).code === 'ERR_REQUIRE_ESM') return import(name)
     throw error
-  })
+  }) as Promise<T>
 }
 
 /**

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import type PostgresJs from 'postgres'
-import { loadPeer } from '../load-peer.js'
+import { importPeer, loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
@@ -40,7 +40,8 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
   return async () => {
     const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres', 'Postgres storage')
     // drizzle's driver module imports postgres itself: loaded after it, so a missing driver is the error above.
-    const { drizzle } = await import('drizzle-orm/postgres-js')
+    // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
+    const { drizzle } = await importPeer<typeof import('drizzle-orm/postgres-js')>('drizzle-orm/postgres-js')
     const timeoutMs = options.timeoutMs ?? 10_000
     const client = connect(options.url, {
       max: options.max ?? 10,

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
-import { loadPeer } from '../load-peer.js'
+import { importPeer, loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/sqlite.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
@@ -28,7 +28,8 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
   return async () => {
     const { default: Database } = await loadPeer<{ default: typeof BetterSqlite3 }>('better-sqlite3', 'SQLite storage')
     // drizzle's driver module imports better-sqlite3 itself: loaded after it, so a missing driver is the error above.
-    const { drizzle } = await import('drizzle-orm/better-sqlite3')
+    // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
+    const { drizzle } = await importPeer<typeof import('drizzle-orm/better-sqlite3')>('drizzle-orm/better-sqlite3')
     const client = new Database(options.path)
     if (options.path !== ':memory:') client.pragma('journal_mode = WAL')
     // Checkpoint every ~40 MiB of WAL rather than 4: the queue rewrites the same pages, so fewer, larger
