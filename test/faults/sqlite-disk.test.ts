@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -8,6 +8,7 @@ import type { Outflow } from '../../src/engine.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import { apiKey, rejection } from '../support/engines.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
+import { fill } from './fault-actions.js'
 
 // SQLite on a small file system of its own (a tmpfs the test mounts, so it needs root) that fills up.
 // (A read-only directory cannot be staged the same way: root ignores permission bits, and a file system
@@ -31,21 +32,6 @@ const canMount = (() => {
   }
 })()
 if (!canMount) console.warn('[outflow tests] cannot mount a tmpfs (needs root): skipping the SQLite disk fault suite')
-
-/** Fill the file system with one file until it has no space left; returns the file to remove. */
-function fill(dir: string): string {
-  const path = join(dir, 'filler')
-  const fd = openSync(path, 'w')
-  const chunk = Buffer.alloc(64 * 1024, 1)
-  try {
-    for (;;) writeSync(fd, chunk)
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'ENOSPC') throw err
-  } finally {
-    closeSync(fd)
-  }
-  return path
-}
 
 const admin = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
 const big = 'x'.repeat(16 * 1024)

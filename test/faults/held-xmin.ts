@@ -1,0 +1,162 @@
+// Fault scenario 7, held xmin: a session sits idle in a transaction that holds an XID while the engine
+// runs at a steady load, so no row version deleted or updated since can be vacuumed. Measures delivery
+// throughput, the backlog, dead tuples in the queue tables and the cost of one claim before, during and
+// after; the queue must keep up and recover once the session ends. Engines are processes on a
+// throwaway cluster: an API-only one taking the publishes and a worker claiming them (the deployment
+// where every delivery goes through a claim).
+import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'postgres'
+import { startReceiver, waitFor } from '../support/receiver.js'
+import { api, engineErrors, startEngine, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
+import { byId, postgresOf, unrecorded, type ScenarioTarget } from './scenarios.js'
+
+export interface HeldXminOptions {
+  name: string
+  publishers: number
+  /** Publishes per second per publisher. */
+  rate: number
+  beforeMs: number
+  holdMs: number
+  afterMs: number
+  engine: EngineOptions
+  drainMs: number
+}
+
+export interface PhaseFigures {
+  phase: 'before' | 'held' | 'after'
+  /** Deliveries per second the receiver got in this phase, and publishes acknowledged per second. */
+  deliveredPerSecond: number
+  publishedPerSecond: number
+  /** Deliveries not yet succeeded at the phase's end. */
+  backlog: number
+  /** n_dead_tup at the phase's end. */
+  dead: { deliveries: number; events: number; attempts: number }
+  /** Buffers one claim of 100 due deliveries touched at the phase's end. */
+  claimBuffers: number
+}
+
+export interface HeldXminResult {
+  scenario: string
+  published: number
+  delivered: number
+  lost: number
+  duplicates: number
+  unrecorded: number
+  /** Publishes not answered 202 (retried with the same id). */
+  failedPublishes: number
+  /** Longest publish while the XID was held, ms. */
+  maxHeldLatencyMs: number
+  phases: PhaseFigures[]
+  engineErrors: string[]
+}
+
+/** The worker's claim (src/storage/sql-queue.ts, claimDueDeliveries) without its locks, for EXPLAIN. */
+const claimSql = `select id from deliveries where status = 'pending' and next_attempt_at <= now()
+  and (lease_until is null or lease_until < now()) order by next_attempt_at limit 100`
+
+async function measure(sql: pg.Sql): Promise<Pick<PhaseFigures, 'backlog' | 'dead' | 'claimBuffers'>> {
+  const [{ n }] = await sql<[{ n: number }]>`select count(*)::int as n from deliveries where status <> 'success'`
+  const rows = await sql<{ relname: string; n: number }[]>`select relname, n_dead_tup::int as n from pg_stat_user_tables where relname in ('deliveries', 'events', 'attempts')`
+  const dead = Object.fromEntries(rows.map((r) => [r.relname, r.n])) as PhaseFigures['dead']
+  const [plan] = await sql.unsafe(`explain (analyze, buffers, format json) ${claimSql}`)
+  const top = (plan as unknown as { 'QUERY PLAN': { Plan: Record<string, number> }[] })['QUERY PLAN'][0]!.Plan
+  return { backlog: n, dead, claimBuffers: (top['Shared Hit Blocks'] ?? 0) + (top['Shared Read Blocks'] ?? 0) }
+}
+
+export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptions): Promise<HeldXminResult> {
+  const { url } = postgresOf(target)
+  const sql = pg(url, { max: 1, onnotice: () => {} })
+  const holder = pg(url, { max: 1, onnotice: () => {} })
+  const receiver = await startReceiver()
+  const engines: EngineProcess[] = []
+  try {
+    // Autovacuum looks every second (default: a minute), so the phase after the hold shows what it reclaims.
+    await sql`alter system set autovacuum_naptime = '1s'`
+    await sql`select pg_reload_conf()`
+    const front = await startEngine(url, { ...options.engine, worker: false })
+    engines.push(front, await startEngine(url, options.engine))
+    await api(front.port, 'PUT', '/tenants/acme', {})
+    await api(front.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
+
+    const acked: string[] = []
+    let failedPublishes = 0
+    let holding = false
+    let maxHeldLatencyMs = 0
+    let stopping = false
+    const publisher = async (p: number) => {
+      for (let n = 0; !stopping; ) {
+        const start = Date.now()
+        const due = start + 1000 / options.rate
+        const id = `p${p}-${n}`
+        const response = await fetch(`http://127.0.0.1:${front.port}/api/v1/publish`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id, tenant_id: 'acme', topic: 'order.created', data: { p, n } }),
+        }).catch(() => undefined)
+        await response?.arrayBuffer()
+        if (holding) maxHeldLatencyMs = Math.max(maxHeldLatencyMs, Date.now() - start)
+        if (response?.status === 202) {
+          acked.push(id)
+          n++
+        } else failedPublishes++
+        await sleep(Math.max(0, due - Date.now()))
+      }
+    }
+    const publishers = Array.from({ length: options.publishers }, (_, p) => publisher(p))
+    const phases: PhaseFigures[] = []
+    const phase = async (name: PhaseFigures['phase'], ms: number) => {
+      const start = { at: Date.now(), delivered: receiver.on('/hook').length, published: acked.length }
+      await sleep(ms)
+      const seconds = (Date.now() - start.at) / 1000
+      phases.push({
+        phase: name,
+        deliveredPerSecond: (receiver.on('/hook').length - start.delivered) / seconds,
+        publishedPerSecond: (acked.length - start.published) / seconds,
+        ...(await measure(sql)),
+      })
+    }
+    await phase('before', options.beforeMs)
+    // Idle in transaction with an XID: the oldest xmin every vacuum of this database must respect.
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    const held = holder.begin(async (tx) => {
+      await tx`select txid_current()`
+      await released
+    })
+    holding = true
+    await phase('held', options.holdMs)
+    holding = false
+    release()
+    await held
+    await phase('after', options.afterMs)
+    stopping = true
+    await Promise.all(publishers)
+
+    const seen = () => new Set(receiver.on('/hook').map((r) => String(r.headers['webhook-id'])))
+    await waitFor(() => {
+      const now = seen()
+      return acked.every((id) => now.has(id))
+    }, options.drainMs, 'every publish delivered').catch(() => undefined)
+    let left = -1
+    await waitFor(async () => (left = await unrecorded(target)) === 0, 10_000, 'every delivery recorded').catch(() => undefined)
+    const all = receiver.on('/hook')
+    const delivered = seen()
+    return {
+      scenario: options.name,
+      published: acked.length,
+      delivered: acked.filter((id) => delivered.has(id)).length,
+      lost: acked.filter((id) => !delivered.has(id)).length,
+      duplicates: [...byId(all).values()].filter((at) => at.length > 1).length,
+      unrecorded: left,
+      failedPublishes,
+      maxHeldLatencyMs,
+      phases,
+      engineErrors: engineErrors(engines),
+    }
+  } finally {
+    await stopEngines(engines)
+    await receiver.close()
+    await holder.end()
+    await sql.end()
+  }
+}
