@@ -6,6 +6,7 @@ import * as schema from './schema/sqlite.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
 import { createSqlStorage } from './sql-storage.js'
 import { sqliteHotPath } from './sqlite-hot-path.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { unavailable } from './faults.js'
 import type { Storage } from './storage.js'
 
@@ -36,12 +37,22 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
     // checkpoints copy (and fsync) far less.
     client.pragma('wal_autocheckpoint = 10000')
     client.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`)
-    client.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000
+    // SQLite's own wait for a lock sleeps inside the call, which here blocks the event loop: every request
+    // of the process would stand still while another process writes. Calls fail at once instead and
+    // wait asynchronously (sqliteContext), up to busyTimeoutMs.
+    client.pragma('busy_timeout = 0')
     const db = drizzle({ client, schema })
-    return createSqlStorage(sqliteContext(client, db as unknown as Db, options.synchronous ?? 'FULL'), {
+    return createSqlStorage(sqliteContext(client, db as unknown as Db, options.synchronous ?? 'FULL', busyTimeoutMs), {
       path: options.path,
       async migrate() {
-        migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
+        // Once, at start-up: blocking on another process's lock is acceptable here.
+        client.pragma(`busy_timeout = ${busyTimeoutMs}`)
+        try {
+          migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
+        } finally {
+          client.pragma('busy_timeout = 0')
+        }
       },
       async close() {
         client.close()
@@ -57,12 +68,17 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
  */
 const unavailableCodes = /^SQLITE_(FULL|IOERR|READONLY|BUSY|CANTOPEN|PROTOCOL|NOMEM)/
 
-function mapSqliteError(err: unknown): unknown {
+function sqliteCode(err: unknown): string | undefined {
   let error = err
   // drizzle's DrizzleQueryError carries the driver's error as its cause.
   for (let depth = 0; depth < 5 && error instanceof Error && !('code' in error) && error.cause !== undefined; depth++) error = error.cause
   const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' && unavailableCodes.test(code) ? unavailable(code, err) : err
+  return typeof code === 'string' ? code : undefined
+}
+
+function mapSqliteError(err: unknown): unknown {
+  const code = sqliteCode(err)
+  return code !== undefined && unavailableCodes.test(code) ? unavailable(code, err) : err
 }
 
 const mapped = <T>(work: Promise<T>): Promise<T> =>
@@ -71,11 +87,30 @@ const mapped = <T>(work: Promise<T>): Promise<T> =>
   })
 
 /**
+ * `attempt` again while another process holds the lock it needs (SQLITE_BUSY), waiting asynchronously
+ * between tries (5 ms, doubling up to 100 ms) until `busyTimeoutMs` after the call began; then the
+ * BUSY error stands (`unavailable`). A failed try changed nothing: BEGIN IMMEDIATE did not begin, and a
+ * statement outside a transaction is atomic (run() bodies that write are one statement).
+ */
+async function whenUnlocked<T>(attempt: () => Promise<T>, busyTimeoutMs: number): Promise<T> {
+  const deadline = Date.now() + busyTimeoutMs
+  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (!sqliteCode(err)?.startsWith('SQLITE_BUSY') || Date.now() + wait > deadline) throw err
+      await sleep(wait)
+    }
+  }
+}
+
+/**
  * better-sqlite3 runs each statement synchronously on one connection, so async transaction bodies
  * are safe only if nothing else touches the connection meanwhile: every call goes through one mutex
- * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT.
+ * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT. A call
+ * that meets another process's lock waits outside the mutex, so reads (which WAL never blocks) go on.
  */
-function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FULL' | 'NORMAL'): SqlContext {
+function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FULL' | 'NORMAL', busyTimeoutMs: number): SqlContext {
   let tail: Promise<unknown> = Promise.resolve()
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
     const result = tail.then(fn)
@@ -90,9 +125,9 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FUL
     get hotPath() {
       return (hotPath ??= sqliteHotPath(client))
     },
-    run: (fn) => mapped(exclusive(() => fn(db))),
+    run: (fn) => mapped(whenUnlocked(() => exclusive(() => fn(db)), busyTimeoutMs)),
     transaction: (fn, { durable = true } = {}) =>
-      mapped(exclusive(async () => {
+      mapped(whenUnlocked(() => exclusive(async () => {
         // In WAL mode NORMAL skips the fsync at commit but never risks consistency; a later FULL
         // commit (the next publish) makes these writes durable too.
         const relax = !durable && synchronous === 'FULL'
@@ -108,6 +143,6 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FUL
         } finally {
           if (relax) client.pragma('synchronous = FULL')
         }
-      })),
+      }), busyTimeoutMs)),
   }
 }
