@@ -66,3 +66,17 @@ export function nextAttemptDelay(options: RetryOptions, attemptsMade: number, ra
   // random() in [0, 1) maps to a factor in [1 - jitter, 1 + jitter).
   return Math.max(0, Math.round(delay * (1 + jitter * (2 * random() - 1))))
 }
+
+/**
+ * The delay when the receiver asked for at least `retryAfterMs` (Retry-After): never sooner, spread
+ * upward by the jitter like every scheduled delay. A burst that failed together and was told one
+ * Retry-After would otherwise come back together, to the millisecond (fault scenario 6, the retry storm).
+ *
+ * @example
+ * retryAfterDelay({}, 5000, 30000, () => 0.5) // 33000
+ */
+export function retryAfterDelay(options: RetryOptions, delay: number, retryAfterMs: number, random: () => number = Math.random): number {
+  if (retryAfterMs <= 0) return delay
+  const jitter = options.jitter ?? DEFAULT_JITTER
+  return Math.max(delay, Math.round(retryAfterMs * (1 + jitter * random())))
+}
