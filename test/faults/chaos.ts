@@ -104,7 +104,7 @@ const scenarios: { name: string; run(env: Env): Promise<Omit<Row, 'scenario' | '
   {
     name: 'held xmin (idle in transaction with an XID for 2 min, 200 publishes/s)',
     run: async (env) =>
-      fromXmin(await runHeldXmin(await pg(env, 'xmin'), { name: 'xmin', publishers: 8, rate: 25, beforeMs: 20_000, holdMs: 120_000, afterMs: 40_000, engine: { timeoutMs: 5_000, leaseMs: 30_000 }, drainMs: 120_000 })),
+      fromXmin(await runHeldXmin(await pg(env, 'xmin'), { name: 'xmin', publishers: 8, rate: 25, beforeMs: 20_000, holdMs: 120_000, afterMs: 40_000, engine: { timeoutMs: 5_000, leaseMs: 30_000, pollIntervalMs: 1_000 }, drainMs: 120_000 })),
   },
   { name: 'receiver hangs (accepts, never answers) for 15 s', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'hang'), { ...base, engine: receiverEngine, name: 'hang', fault: receiverFault('hang', 15_000) })) },
   { name: 'receiver answers 200 after the attempt timeout for 15 s', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'late'), { ...base, engine: receiverEngine, name: 'late', fault: receiverFault({ lateMs: 6_000 }, 15_000) })) },
@@ -128,7 +128,7 @@ function mountTmpfs(): string | undefined {
 
 const only = process.argv.slice(2)
 const chosen = only.length ? scenarios.filter((s) => only.some((o) => s.name.includes(o))) : scenarios
-const env: Env = { cluster: await startCluster(), dir: mkdtempSync(join(tmpdir(), 'outflow-chaos-')), tmpfs: mountTmpfs() }
+const env: Env = { cluster: await startCluster({ statements: true }), dir: mkdtempSync(join(tmpdir(), 'outflow-chaos-')), tmpfs: mountTmpfs() }
 const rows: Row[] = []
 try {
   for (const scenario of chosen) {
@@ -192,8 +192,20 @@ if (xmin) {
   console.log('\nHeld xmin, per phase: deliveries and publishes per second, backlog, dead tuples at the end of the phase, and buffers one claim reads\n')
   console.log(
     table(
-      ['phase', 'delivered/s', 'published/s', 'backlog', 'dead deliveries', 'dead events', 'dead attempts', 'claim buffers'],
-      xmin.phases.map((p) => [p.phase, p.deliveredPerSecond.toFixed(0), p.publishedPerSecond.toFixed(0), p.backlog, p.dead.deliveries, p.dead.events, p.dead.attempts, p.claimBuffers]),
+      ['phase', 'delivered/s', 'published/s', 'backlog', 'dead deliveries', 'dead events', 'dead attempts', 'full-scan claim buffers', 'engine claims/s', 'buffers per engine claim', 'claim DB ms/s'],
+      xmin.phases.map((p) => [
+        p.phase,
+        p.deliveredPerSecond.toFixed(0),
+        p.publishedPerSecond.toFixed(0),
+        p.backlog,
+        p.dead.deliveries,
+        p.dead.events,
+        p.dead.attempts,
+        p.claimBuffers,
+        p.claims.perSecond.toFixed(0),
+        p.claims.buffersPerCall.toFixed(0),
+        p.claims.msPerSecond.toFixed(1),
+      ]),
     ),
   )
 }

@@ -19,6 +19,8 @@ export interface EngineOptions {
   autoDisable?: boolean
   /** Attempts in flight (default 32). */
   concurrency?: number
+  /** delivery.pollIntervalMs (default 200). */
+  pollIntervalMs?: number
 }
 
 /** One engine process: its API port, how many deliveries it made, and its log lines. */

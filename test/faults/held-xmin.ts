@@ -31,8 +31,10 @@ export interface PhaseFigures {
   backlog: number
   /** n_dead_tup at the phase's end. */
   dead: { deliveries: number; events: number; attempts: number }
-  /** Buffers one claim of 100 due deliveries touched at the phase's end. */
+  /** Buffers one claim of 100 due deliveries touched at the phase's end, scanning from the oldest due. */
   claimBuffers: number
+  /** The engine's own claims in this phase (pg_stat_statements): per second, buffers each on average, and ms of database time per second. */
+  claims: { perSecond: number; buffersPerCall: number; msPerSecond: number }
 }
 
 export interface HeldXminResult {
@@ -63,6 +65,15 @@ async function measure(sql: pg.Sql): Promise<Pick<PhaseFigures, 'backlog' | 'dea
   return { backlog: n, dead, claimBuffers: (top['Shared Hit Blocks'] ?? 0) + (top['Shared Read Blocks'] ?? 0) }
 }
 
+/** Totals of the engine's claim statements so far (the cluster must load pg_stat_statements). */
+async function claimTotals(sql: pg.Sql): Promise<{ calls: number; buffers: number; ms: number }> {
+  const [row] = await sql<[{ calls: number; buffers: number; ms: number }]>`
+    select coalesce(sum(calls), 0)::float8 as calls, coalesce(sum(shared_blks_hit + shared_blks_read), 0)::float8 as buffers,
+      coalesce(sum(total_exec_time), 0)::float8 as ms
+    from pg_stat_statements where query like '%from "deliveries"%for update skip locked%'`
+  return row
+}
+
 export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptions): Promise<HeldXminResult> {
   const { url } = postgresOf(target)
   const sql = pg(url, { max: 1, onnotice: () => {} })
@@ -73,6 +84,7 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
     // Autovacuum looks every second (default: a minute), so the phase after the hold shows what it reclaims.
     await sql`alter system set autovacuum_naptime = '1s'`
     await sql`select pg_reload_conf()`
+    await sql`create extension if not exists pg_stat_statements`
     const front = await startEngine(url, { ...options.engine, worker: false })
     engines.push(front, await startEngine(url, options.engine))
     await api(front.port, 'PUT', '/tenants/acme', {})
@@ -105,13 +117,16 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
     const publishers = Array.from({ length: options.publishers }, (_, p) => publisher(p))
     const phases: PhaseFigures[] = []
     const phase = async (name: PhaseFigures['phase'], ms: number) => {
-      const start = { at: Date.now(), delivered: receiver.on('/hook').length, published: acked.length }
+      const start = { at: Date.now(), delivered: receiver.on('/hook').length, published: acked.length, claims: await claimTotals(sql) }
       await sleep(ms)
       const seconds = (Date.now() - start.at) / 1000
+      const claims = await claimTotals(sql)
+      const calls = claims.calls - start.claims.calls
       phases.push({
         phase: name,
         deliveredPerSecond: (receiver.on('/hook').length - start.delivered) / seconds,
         publishedPerSecond: (acked.length - start.published) / seconds,
+        claims: { perSecond: calls / seconds, buffersPerCall: (claims.buffers - start.claims.buffers) / Math.max(1, calls), msPerSecond: (claims.ms - start.claims.ms) / seconds },
         ...(await measure(sql)),
       })
     }
