@@ -96,3 +96,15 @@ export async function stopEngines(engines: EngineProcess[]): Promise<void> {
   for (const e of engines) if (e.alive()) e.proc.kill('SIGKILL')
   await Promise.all(engines.map((e) => e.exited))
 }
+
+/** `count` engines started at once (they migrate one after another under the advisory lock); none left running if one fails. */
+export async function startEngines(url: string, count: number, options: EngineOptions | EngineOptions[]): Promise<EngineProcess[]> {
+  const settled = await Promise.allSettled(Array.from({ length: count }, (_, i) => startEngine(url, Array.isArray(options) ? options[i]! : options)))
+  const started = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
+  const failed = settled.find((s) => s.status === 'rejected')
+  if (failed) {
+    await stopEngines(started)
+    throw failed.reason
+  }
+  return started
+}

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'postgres'
 import { startReceiver, waitFor } from '../support/receiver.js'
-import { api, engineErrors, startEngine, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
+import { api, engineErrors, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
 import { byId, postgresOf, unrecorded, type ScenarioTarget } from './scenarios.js'
 
 export interface HeldXminOptions {
@@ -85,8 +85,8 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
     await sql`alter system set autovacuum_naptime = '1s'`
     await sql`select pg_reload_conf()`
     await sql`create extension if not exists pg_stat_statements`
-    const front = await startEngine(url, { ...options.engine, worker: false })
-    engines.push(front, await startEngine(url, options.engine))
+    engines.push(...(await startEngines(url, 2, [{ ...options.engine, worker: false }, options.engine])))
+    const front = engines[0]!
     await api(front.port, 'PUT', '/tenants/acme', {})
     await api(front.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
 

@@ -29,8 +29,8 @@ describe.runIf(clusterAvailable)('pool exhaustion on Postgres', () => {
     await cluster?.stop()
   })
 
-  it('a host job locks the deliveries table for 8 s: the pool fills with waiting statements, publishes answer 503, then everything is delivered', async () => {
-    const r = await runScenario(await postgresTarget(cluster, 'pool'), { ...base, name: 'pool exhaustion', fault: lockQueueTable(8_000) })
+  it('a host job locks the deliveries table for 5 s: the pool fills with waiting statements, publishes answer 503, then everything is delivered', async () => {
+    const r = await runScenario(await postgresTarget(cluster, 'pool'), { ...base, name: 'pool exhaustion', fault: lockQueueTable(5_000) })
     expectRecovered(r)
     expect(r.outcomes['503']).toBeGreaterThan(0)
   }, 60_000)
@@ -47,8 +47,8 @@ describe('pool exhaustion on SQLite', () => {
 
   // better-sqlite3 is synchronous: SQLite's own wait for the lock (busy_timeout) held the event loop,
   // so while the lock was held the process answered nothing at all, one blocked call after the other.
-  it('another process holds the write lock for 8 s: writes answer 503 within the bound, reads go on, then everything is delivered', async () => {
-    const r = await runScenario(sqliteTarget(dir, 'busy'), { ...base, publishers: 8, readers: 2, name: 'write lock held', fault: holdWriteLock(8_000) })
+  it('another process holds the write lock for 5 s: writes answer 503 within the bound, reads go on, then everything is delivered', async () => {
+    const r = await runScenario(sqliteTarget(dir, 'busy'), { ...base, publishers: 8, readers: 2, name: 'write lock held', fault: holdWriteLock(5_000) })
     expectRecovered(r)
     expect(r.outcomes['503']).toBeGreaterThan(0)
     // Reading needs no write lock (WAL): reads are answered 200 all along (before: about one per busyTimeoutMs).

@@ -4,7 +4,7 @@
 // receiver saw must be a recorded attempt. Engines are processes (test/faults/engine-process.ts).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startReceiver, waitFor } from '../support/receiver.js'
-import { api, engineErrors, startEngine, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
+import { api, engineErrors, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
 import { byId, unrecorded, type ScenarioTarget } from './scenarios.js'
 
 export interface StormOptions {
@@ -57,7 +57,7 @@ export async function runRetryStorm(target: ScenarioTarget, options: StormOption
   })
   const engines: EngineProcess[] = []
   try {
-    for (let i = 0; i < options.engines; i++) engines.push(await startEngine(target.url, { autoDisable: false, ...options.engine }))
+    engines.push(...(await startEngines(target.url, options.engines, { autoDisable: false, ...options.engine })))
     await api(engines[0]!.port, 'PUT', '/tenants/acme', {})
     await api(engines[0]!.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
 

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'postgres'
 import type { Cluster } from '../support/pg-cluster.js'
 import { startReceiver, waitFor, type Received } from '../support/receiver.js'
-import { api, engineErrors, startEngine, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
+import { api, engineErrors, startEngine, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
 
 export type { EngineOptions, EngineProcess } from './engine-process.js'
 
@@ -248,7 +248,7 @@ export async function runScenario(target: ScenarioTarget, options: ScenarioOptio
   const started: EngineProcess[] = []
   const delivered = () => started.reduce((n, e) => n + e.delivered, 0)
   try {
-    for (let i = 0; i < (options.engines ?? 1); i++) engines.push(await startEngine(target.url, options.engine))
+    engines.push(...(await startEngines(target.url, options.engines ?? 1, options.engine)))
     started.push(...engines)
     await api(engines[0]!.port, 'PUT', '/tenants/acme', {})
     await api(engines[0]!.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
