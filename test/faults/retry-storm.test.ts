@@ -7,12 +7,12 @@ import { runRetryStorm, type StormOptions, type StormResult } from './retry-stor
 import { postgresDatabase, sqliteTarget } from './scenarios.js'
 
 // Fault scenario 6, short version (the long one, 10,000 deliveries and a 30 s outage: `npm run chaos -- storm`).
-// A burst of deliveries meets a receiver answering 503 with Retry-After; it recovers once the burst is
-// published. Engine processes with a 2 s first retry (±20 % jitter) and the Retry-After at 2 s, so a
+// A burst of deliveries falls due at once (published before the workers start) and meets a receiver
+// answering 503 with Retry-After for a second. Engine processes with a 2 s first retry (±20 % jitter) and the Retry-After at 2 s, so a
 // retry that only obeyed Retry-After would come back after exactly 2 s.
 const base: Omit<StormOptions, 'name'> = {
   deliveries: 200,
-  outageMs: 500,
+  outageMs: 1_000,
   retryAfterS: 2,
   engines: 1,
   engine: { timeoutMs: 5_000, leaseMs: 10_000, retry: { schedule: [2_000, ...Array.from({ length: 10 }, () => 500)], jitter: 0.2 } },

@@ -1,20 +1,22 @@
-// Fault scenario 6, the retry storm: a burst of deliveries to one receiver that answers 503 (with
-// Retry-After) for a while, then 200. Every delivery fails at about the same moment; the retries must
+// Fault scenario 6, the retry storm: a burst of deliveries (published through an API-only engine before
+// the workers start: all due at once) to one receiver that answers 503 (with Retry-After) for a
+// while, then 200. Every delivery fails at about the same moment; the retries must
 // not all come back at the same moment, no delivery may be completed twice, and every request the
 // receiver saw must be a recorded attempt. Engines are processes (test/faults/engine-process.ts).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startReceiver, waitFor } from '../support/receiver.js'
-import { api, engineErrors, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
+import { api, engineErrors, startEngine, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
 import { byId, unrecorded, type ScenarioTarget } from './scenarios.js'
 
 export interface StormOptions {
   name: string
   /** Events published (one delivery each). */
   deliveries: number
-  /** The receiver answers 503 from its first request until this long after the last publish was acknowledged, ms. */
+  /** The receiver answers 503 until this long after the workers started, ms. */
   outageMs: number
   /** Its 503s carry `Retry-After: <seconds>`. */
   retryAfterS: number
+  /** Worker engines, started once the burst is published. */
   engines: number
   engine: EngineOptions
   /** Publish requests in flight at once. */
@@ -57,20 +59,23 @@ export async function runRetryStorm(target: ScenarioTarget, options: StormOption
   })
   const engines: EngineProcess[] = []
   try {
-    engines.push(...(await startEngines(target.url, options.engines, { autoDisable: false, ...options.engine })))
-    await api(engines[0]!.port, 'PUT', '/tenants/acme', {})
-    await api(engines[0]!.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
+    // The burst is published through an API-only engine and waits until the workers start: all due at once.
+    const front = await startEngine(target.url, { ...options.engine, worker: false })
+    engines.push(front)
+    await api(front.port, 'PUT', '/tenants/acme', {})
+    await api(front.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
 
     const ids = Array.from({ length: options.deliveries }, (_, i) => `e${i}`)
     let next = 0
     const publisher = async (p: number) => {
       while (next < ids.length) {
         const id = ids[next++]!
-        // Spread over the engines; every publish must be acknowledged (no fault on the database here).
-        await api(engines[p % engines.length]!.port, 'POST', '/publish', { id, tenant_id: 'acme', topic: 'order.created', data: { id } })
+        // Every publish must be acknowledged (no fault on the database here).
+        await api(front.port, 'POST', '/publish', { id, tenant_id: 'acme', topic: 'order.created', data: { id } })
       }
     }
     await Promise.all(Array.from({ length: options.publishConcurrency }, (_, p) => publisher(p)))
+    engines.push(...(await startEngines(target.url, options.engines, { autoDisable: false, ...options.engine })))
     outageEnds = Date.now() + options.outageMs
 
     // The scheduled retries, read before they fall due (all but the slowest deliveries are still waiting).
