@@ -105,6 +105,41 @@ async function whenUnlocked<T>(attempt: () => Promise<T>, busyTimeoutMs: number)
 }
 
 /**
+ * Space the WAL holds, given back when the disk is full. Between two automatic checkpoints the WAL grows
+ * to about 40 MiB (wal_autocheckpoint), so on a disk with less free space than that it is the WAL that
+ * fills it, and the checkpoint that would free it never comes: the engine stayed on SQLITE_FULL after
+ * space had returned (fault scenario 9 under load). After a write fails for want of space, each call
+ * checkpoints and truncates the WAL until that succeeds (it needs room for pages the database file
+ * does not have yet, so it may only succeed once some space returned), and from then on the WAL is
+ * checkpointed at SQLite's default size (4 MiB) so that it cannot take the room again.
+ */
+function walReclaimer(client: BetterSqlite3.Database) {
+  let pending = false
+  let shortened = false
+  const checkpoint = () => {
+    if (client.inTransaction) return
+    try {
+      const [result] = client.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
+      if (result?.busy === 0) pending = false
+    } catch {
+      // Still no room (or the file system still failing): the next call tries again.
+    }
+  }
+  return {
+    afterSuccess: () => void (pending && checkpoint()),
+    afterFailure(code: string | undefined) {
+      if (!code || !/^SQLITE_(FULL|IOERR)/.test(code)) return
+      pending = true
+      if (!shortened) {
+        client.pragma('wal_autocheckpoint = 1000')
+        shortened = true
+      }
+      checkpoint()
+    },
+  }
+}
+
+/**
  * better-sqlite3 runs each statement synchronously on one connection, so async transaction bodies
  * are safe only if nothing else touches the connection meanwhile: every call goes through one mutex
  * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT. A call
@@ -112,8 +147,18 @@ async function whenUnlocked<T>(attempt: () => Promise<T>, busyTimeoutMs: number)
  */
 function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FULL' | 'NORMAL', busyTimeoutMs: number): SqlContext {
   let tail: Promise<unknown> = Promise.resolve()
+  const reclaim = walReclaimer(client)
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
-    const result = tail.then(fn)
+    const result = tail.then(async () => {
+      try {
+        const value = await fn()
+        reclaim.afterSuccess()
+        return value
+      } catch (err) {
+        reclaim.afterFailure(sqliteCode(err))
+        throw err
+      }
+    })
     tail = result.catch(() => undefined)
     return result
   }

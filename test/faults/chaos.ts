@@ -57,7 +57,7 @@ interface Row {
 interface Env {
   cluster: Cluster
   dir: string
-  /** A mounted 16 MiB tmpfs (root only), for the disk-full scenario. */
+  /** A mounted 64 MiB tmpfs (root only), for the disk-full scenario. */
   tmpfs?: string
 }
 
@@ -109,8 +109,8 @@ const scenarios: { name: string; run(env: Env): Promise<Omit<Row, 'scenario' | '
   { name: 'receiver hangs (accepts, never answers) for 15 s', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'hang'), { ...base, engine: receiverEngine, name: 'hang', fault: receiverFault('hang', 15_000) })) },
   { name: 'receiver answers 200 after the attempt timeout for 15 s', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'late'), { ...base, engine: receiverEngine, name: 'late', fault: receiverFault({ lateMs: 6_000 }, 15_000) })) },
   {
-    name: 'disk full (a 16 MiB tmpfs filled for 10 s)',
-    run: async (env) => (env.tmpfs ? fromScenario('sqlite', await runScenario(sqliteTarget(env.tmpfs, 'disk'), { ...base, name: 'disk', fault: diskFull(10_000) })) : undefined),
+    name: 'disk full (a 64 MiB tmpfs filled for 10 s, then 8 MiB freed)',
+    run: async (env) => (env.tmpfs ? fromScenario('sqlite', await runScenario(sqliteTarget(env.tmpfs, 'disk'), { ...base, name: 'disk', fault: diskFull(10_000, 8 * 1024 * 1024) })) : undefined),
   },
 ]
 
@@ -118,7 +118,7 @@ function mountTmpfs(): string | undefined {
   if (process.getuid?.() !== 0) return undefined
   const dir = mkdtempSync(join(tmpdir(), 'outflow-chaos-disk-'))
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', dir], { stdio: 'pipe' })
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', dir], { stdio: 'pipe' })
     return dir
   } catch {
     rmSync(dir, { recursive: true, force: true })

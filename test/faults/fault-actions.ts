@@ -1,7 +1,7 @@
 // The faults of the scenarios (test/faults/scenarios.ts): each acts on the target's database or on the
 // engine processes, marks its window, and resolves once it is over.
 import Database from 'better-sqlite3'
-import { closeSync, openSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, openSync, rmSync, statSync, truncateSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'postgres'
@@ -120,13 +120,17 @@ export function fill(dir: string): string {
   return path
 }
 
-/** SQLite on a small file system of its own (the caller mounts it): full for `forMs`, then space returns. */
+/**
+ * SQLite on a small file system of its own (the caller mounts it): full for `forMs`, then `returnBytes`
+ * of space return (all of it by default) — an operator who cleared some room, not all.
+ */
 export const diskFull =
-  (forMs: number) =>
+  (forMs: number, returnBytes?: number) =>
   async ({ target, mark }: FaultContext) => {
     const filler = fill(dirname(target.url))
     mark('start')
     await sleep(forMs)
-    rmSync(filler)
+    if (returnBytes === undefined) rmSync(filler)
+    else truncateSync(filler, Math.max(0, statSync(filler).size - returnBytes))
     mark('end')
   }
