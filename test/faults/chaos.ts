@@ -87,7 +87,7 @@ const fromXmin = (r: HeldXminResult): Omit<Row, 'scenario' | 'load'> => {
   xmin = r
   const [before, after] = [r.phases.find((p) => p.phase === 'before'), r.phases.find((p) => p.phase === 'after')]
   const rates: [number, number] | null = before && after ? [before.publishedPerSecond, after.publishedPerSecond] : null
-  return { storage: 'postgres', published: r.published, acknowledged: r.published, delivered: r.delivered, lost: r.lost, duplicates: r.duplicates, faultLatencyMs: r.maxHeldLatencyMs, recoverMs: 0, peakErrorRate: null, rates, bad: 0, recovered: r.unrecorded === 0 }
+  return { storage: 'postgres', published: r.published, acknowledged: r.published, delivered: r.delivered, lost: r.lost, duplicates: r.duplicates, faultLatencyMs: r.maxHeldLatencyMs, recoverMs: 0, peakErrorRate: null, rates, bad: r.badPublishes, recovered: r.unrecorded === 0 }
 }
 
 const pg = (env: Env, name: string) => postgresTarget(env.cluster, name)

@@ -27,6 +27,7 @@ describe.runIf(clusterAvailable)('held xmin: a session idle in transaction while
       drainMs: 30_000,
     })
     expect(r.engineErrors).toEqual([])
+    expect(r.badPublishes).toBe(0)
     expect(r.lost).toBe(0)
     expect(r.duplicates).toBe(0)
     expect(r.unrecorded).toBe(0)

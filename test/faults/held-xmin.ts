@@ -44,8 +44,9 @@ export interface HeldXminResult {
   lost: number
   duplicates: number
   unrecorded: number
-  /** Publishes not answered 202 (retried with the same id). */
-  failedPublishes: number
+  /** Publishes answered 503 (retried with the same id), and those answered otherwise or not within 10 s. */
+  unavailablePublishes: number
+  badPublishes: number
   /** Longest publish while the XID was held, ms. */
   maxHeldLatencyMs: number
   phases: PhaseFigures[]
@@ -91,7 +92,8 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
     await api(front.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
 
     const acked: string[] = []
-    let failedPublishes = 0
+    let unavailablePublishes = 0
+    let badPublishes = 0
     let holding = false
     let maxHeldLatencyMs = 0
     let stopping = false
@@ -104,13 +106,15 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ id, tenant_id: 'acme', topic: 'order.created', data: { p, n } }),
+          signal: AbortSignal.timeout(10_000),
         }).catch(() => undefined)
         await response?.arrayBuffer()
         if (holding) maxHeldLatencyMs = Math.max(maxHeldLatencyMs, Date.now() - start)
         if (response?.status === 202) {
           acked.push(id)
           n++
-        } else failedPublishes++
+        } else if (response?.status === 503) unavailablePublishes++
+        else badPublishes++
         await sleep(Math.max(0, due - Date.now()))
       }
     }
@@ -163,7 +167,8 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
       lost: acked.filter((id) => !delivered.has(id)).length,
       duplicates: [...byId(all).values()].filter((at) => at.length > 1).length,
       unrecorded: left,
-      failedPublishes,
+      unavailablePublishes,
+      badPublishes,
       maxHeldLatencyMs,
       phases,
       engineErrors: engineErrors(engines),

@@ -282,33 +282,13 @@ export async function runScenario(target: ScenarioTarget, options: ScenarioOptio
     await sleep(options.after)
     const loadEnd = Date.now()
     await Promise.all([publishers.stop(), readers.stop()])
-    const { acked } = publishers
 
-    const received = () => new Set(answered.map((r) => String(r.headers['webhook-id'])))
-    const drained = Date.now() + options.drainMs
-    const anyAlive = () => engines.some((e) => e.alive())
-    await waitFor(() => {
-      const now = received()
-      return [...acked].every((id) => now.has(id)) || !anyAlive()
-    }, options.drainMs, 'every acknowledged publish delivered').catch(() => undefined)
-    // Every delivery recorded as a success: nothing left that could still be attempted (again).
-    let unrecordedCount = -1
-    await waitFor(async () => (unrecordedCount = await unrecorded(target)) === 0 || !anyAlive(), Math.max(1_000, drained - Date.now()), 'every delivery recorded').catch(() => undefined)
-    await sleep(500) // let stragglers (duplicates) arrive
-    const all = answered
-    const seen = received()
-    const lost = [...acked].filter((id) => !seen.has(id)).length
     return {
       scenario: options.name,
       ...summarize(publishers.samples, windows, options),
       ...rates(publishers.samples, loadStart, faultStart, faultEnd, loadEnd),
       reads: readFigures(readers.samples, windows, options.requestBoundMs),
-      published: acked.size,
-      delivered: acked.size - lost,
-      lost,
-      unrecorded: unrecordedCount,
-      duplicates: all.length - seen.size,
-      duplicated: [...byId(all).entries()].filter(([, at]) => at.length > 1).map(([id, at]) => ({ id, at: at.map((t) => t - runStart) })),
+      ...(await drain(target, publishers.acked, answered, () => engines.some((e) => e.alive()), options.drainMs, runStart)),
       alive: engines.every((e) => e.alive()),
       deliveredAfterFault: delivered() - deliveredAtFaultEnd,
       engineErrors: engineErrors(started),
@@ -316,6 +296,33 @@ export async function runScenario(target: ScenarioTarget, options: ScenarioOptio
   } finally {
     await stopEngines(started)
     await receiver.close()
+  }
+}
+
+/**
+ * Once the load stopped: wait (up to `drainMs`, or until no engine is left) for every acknowledged event
+ * at the receiver and every delivery recorded as a success, then count what was lost and duplicated.
+ */
+async function drain(target: ScenarioTarget, acked: Set<string>, answered: Received[], anyAlive: () => boolean, drainMs: number, runStart: number) {
+  const received = () => new Set(answered.map((r) => String(r.headers['webhook-id'])))
+  const drained = Date.now() + drainMs
+  await waitFor(() => {
+    const now = received()
+    return [...acked].every((id) => now.has(id)) || !anyAlive()
+  }, drainMs, 'every acknowledged publish delivered').catch(() => undefined)
+  // Every delivery recorded as a success: nothing left that could still be attempted (again).
+  let left = -1
+  await waitFor(async () => (left = await unrecorded(target)) === 0 || !anyAlive(), Math.max(1_000, drained - Date.now()), 'every delivery recorded').catch(() => undefined)
+  await sleep(500) // let stragglers (duplicates) arrive
+  const seen = received()
+  const lost = [...acked].filter((id) => !seen.has(id)).length
+  return {
+    published: acked.size,
+    delivered: acked.size - lost,
+    lost,
+    unrecorded: left,
+    duplicates: answered.length - seen.size,
+    duplicated: [...byId(answered).entries()].filter(([, at]) => at.length > 1).map(([id, at]) => ({ id, at: at.map((t) => t - runStart) })),
   }
 }
 
