@@ -155,6 +155,20 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     })
   }
 
+  const single = (db: Db) => value(outcomes, `publish:${db}`, 'singlePerSec')
+  rows.push({
+    metric: `publish inside host transaction (events/s): ${int.format(sizes.publishSingle)} transactions, each the host's row + publish (Postgres: ${c} callers, publish { tx }; SQLite: publishSync in db.transaction) · engine CPU µs per event`,
+    sqlite: rateCpuOf(outcomes, 'publish:sqlite', 'inTxPerSec', 'inTxCpuUs'),
+    postgres: rateCpuOf(outcomes, 'publish:postgres', 'inTxPerSec', 'inTxCpuUs'),
+    anchor: `publish() single calls (row above): ${perDb((db) => (single(db) === undefined ? missing(outcomes, `publish:${db}`) : perSec(single(db)!)))}`,
+    ratio: perDb((db) => {
+      const v = value(outcomes, `publish:${db}`, 'inTxPerSec')
+      return v && single(db) ? `${Math.round((v / single(db)!) * 100)} %` : undefined
+    }),
+    target: '—',
+    met: '—',
+  })
+
   const ceilingLatency = pairOf(outcomes, 'ceiling', 'latencyP50', 'latencyP99')
   rows.push({
     metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events)`,
