@@ -150,6 +150,35 @@ for (const kind of hostKinds) {
       expect(arrived('held-1')[0]!.at).toBeGreaterThanOrEqual(receiver.on('/other').at(-1)!.at)
     })
 
+    it('does not lose a commit announced while the worker is claiming (the poll is a minute)', async () => {
+      const { outflow } = host
+      const claim = outflow.storage.claimDueDeliveries
+      let release: () => void = () => {}
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      let holding = false
+      // The first claim that finds nothing (the one after race-a's delivery) answers only once race-b's commit
+      // has been announced: that wake-up comes mid-claim, after the claim looked.
+      outflow.storage.claimDueDeliveries = async (q: ClaimRequest) => {
+        const claimed = await claim(q)
+        if (!holding && claimed.length === 0 && arrived('race-a').length === 1) {
+          holding = true
+          await gate
+        }
+        return claimed
+      }
+      try {
+        await host.transaction(40, [order('race-a')], 'commit')
+        await waitFor(() => holding, 10_000, 'an empty claim after race-a')
+        await host.transaction(41, [order('race-b')], 'commit')
+        await sleep(200)
+        release()
+        await waitFor(() => arrived('race-b').length === 1, 15_000, 'race-b')
+      } finally {
+        outflow.storage.claimDueDeliveries = claim
+        release()
+      }
+    })
+
     it('of 50 concurrent host transactions, half rolled back, delivers exactly the committed half', async () => {
       const results = await Promise.all(
         range(50).map(async (i) => {
