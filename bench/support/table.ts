@@ -155,6 +155,20 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     })
   }
 
+  const alone = (db: Db) => value(outcomes, `publish:${db}`, 'hostAlonePerSec')
+  rows.push({
+    metric: `publish inside host transaction (events/s): ${int.format(sizes.publishSingle)} transactions, each the host's row + publish (Postgres: ${c} callers, publish { tx }; SQLite: publishSync in db.transaction) · engine CPU µs per event`,
+    sqlite: rateCpuOf(outcomes, 'publish:sqlite', 'inTxPerSec', 'inTxCpuUs'),
+    postgres: rateCpuOf(outcomes, 'publish:postgres', 'inTxPerSec', 'inTxCpuUs'),
+    anchor: `the same host transactions without the publish: ${perDb((db) => (alone(db) === undefined ? missing(outcomes, `publish:${db}`) : perSec(alone(db)!)))}`,
+    ratio: perDb((db) => {
+      const v = value(outcomes, `publish:${db}`, 'inTxPerSec')
+      return v && alone(db) ? `${Math.round((v / alone(db)!) * 100)} %` : undefined
+    }),
+    target: '—',
+    met: '—',
+  })
+
   const ceilingLatency = pairOf(outcomes, 'ceiling', 'latencyP50', 'latencyP99')
   rows.push({
     metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events)`,
