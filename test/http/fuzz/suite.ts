@@ -239,6 +239,7 @@ export function describeFuzz(kind: SqlStorage): void {
         statuses.set(status, (statuses.get(status) ?? 0) + 1)
       })
       await run(inProcess, property, fuzzSettings.seed, fuzzSettings.runs)
+      if (process.env.OUTFLOW_FUZZ_VERBOSE) console.info(`statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort(([a], [b]) => a - b)))}; cases per target: ${JSON.stringify(Object.fromEntries(covered))}`)
       // Driven by the route table: every parameter and body field of every route was fuzzed.
       if (!fuzzSettings.path && fuzzSettings.runs >= 5000) {
         const missed = routes.flatMap(routeTargets).filter((t) => !covered.has(t))
