@@ -5,6 +5,7 @@ import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/sqlite.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
 import { createSqlStorage } from './sql-storage.js'
+import { startCheckpointer } from './sqlite-checkpointer.js'
 import { sqliteHotPath } from './sqlite-hot-path.js'
 import { unavailable } from './faults.js'
 import type { Storage } from './storage.js'
@@ -31,10 +32,12 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
     // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
     const { drizzle } = await importPeer<typeof import('drizzle-orm/better-sqlite3')>('drizzle-orm/better-sqlite3')
     const client = new Database(options.path)
-    if (options.path !== ':memory:') client.pragma('journal_mode = WAL')
+    const onDisk = options.path !== ':memory:' && options.path !== ''
+    if (onDisk) client.pragma('journal_mode = WAL')
     // Checkpoint every ~40 MiB of WAL rather than 4: the queue rewrites the same pages, so fewer, larger
-    // checkpoints copy (and fsync) far less.
+    // checkpoints copy (and fsync) far less. That is the fallback: a file's checkpoints run off the event loop.
     client.pragma('wal_autocheckpoint = 10000')
+    const stopCheckpointer = onDisk ? startCheckpointer(client, options.path, 10_000) : async () => {}
     client.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`)
     client.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
     const db = drizzle({ client, schema })
@@ -44,6 +47,7 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
         migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
       },
       async close() {
+        await stopCheckpointer()
         client.close()
       },
     })
