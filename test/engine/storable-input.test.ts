@@ -46,7 +46,7 @@ for (const kind of engineKinds()) {
     describe('text with NUL characters or unpaired surrogates is refused alike on every storage', () => {
       const writes: [name: string, field: string, call: (o: Outflow, s: string) => Promise<unknown>][] = [
         ['tenant metadata value', 'metadata.note', (o, s) => o.upsertTenant('acme', { metadata: { note: s } })],
-        ['tenant metadata key', `metadata.k{s}`, (o, s) => o.upsertTenant('acme', { metadata: { [`k${s}`]: 1 } })],
+        ['tenant metadata key', 'metadata.k<text>', (o, s) => o.upsertTenant('acme', { metadata: { [`k${s}`]: 1 } })],
         ['nested tenant metadata', 'metadata.a.0.b', (o, s) => o.upsertTenant('acme', { metadata: { a: [{ b: s }] } })],
         ['destination topic', 'topics.0', (o, s) => o.createDestination('acme', { type: 'webhook', topics: [`a${s}`], config: { url: deadUrl } })],
         ['destination metadata', 'metadata.m', (o, s) => o.createDestination('acme', { type: 'webhook', topics: '*', config: { url: deadUrl }, metadata: { m: s } })],
@@ -65,7 +65,7 @@ for (const kind of engineKinds()) {
           const before = await snapshot(outflow)
           const err = await rejection(call(outflow, text))
           expect(err).toMatchObject({ status: 422, message: 'validation error' })
-          expect(err.data).toEqual({ [field.replace('{s}', text)]: textRule })
+          expect(err.data).toEqual({ [field.replace('<text>', text)]: textRule })
           expect(await snapshot(outflow)).toBe(before)
         })
 
