@@ -8,6 +8,7 @@ import { migrationsFolder } from './migrations-folder.js'
 import { qualifiedPostgresTables, schemaNamePattern } from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
 import { postgresHotPath } from './postgres-hot-path.js'
+import { parseTimestamptz, timestamptzOid } from './postgres-timestamps.js'
 import { containedTransaction, mapStorageError, reconnectDelaySeconds, withDeadline } from './postgres-faults.js'
 import { insertEventsInTransaction, serverStartedSql, type ServerIdentity } from './postgres-outbox.js'
 import { createSqlStorage } from './sql-storage.js'
@@ -32,6 +33,16 @@ export interface PostgresOptions {
    * `__outflow_migrations` table. Put Outflow beside your own tables in your database (one schema each).
    */
   schema?: string
+}
+
+/**
+ * Thrown inside a transaction whose caller stopped waiting (its deadline passed), so it rolls back.
+ * Nobody sees it: the caller already has its `unavailable` error.
+ */
+class AbandonedTransactionError extends Error {
+  constructor() {
+    super('the caller stopped waiting for this transaction: rolled back')
+  }
 }
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
@@ -78,12 +89,16 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
       backoff: reconnectDelaySeconds,
       // The server stops work no caller waits for any more; operators see whose sessions these are.
-      connection: { application_name: 'outflow', statement_timeout: timeoutMs },
+      // UTC: timestamps come back as `…+00` whatever the server's own time zone.
+      connection: { application_name: 'outflow', statement_timeout: timeoutMs, TimeZone: 'UTC' },
     })
     const db = drizzle({ client }) as unknown as Db
+    // After drizzle, which sets timestamptz to come as text and reads it with `new Date(text)`:
+    // wrong for years 1–99 (see postgres-timestamps.ts). A Date from the parser is taken as it is.
+    client.options.parsers[timestamptzOid] = parseTimestamptz
     // Every call: bounded by timeoutMs, connection faults reported as `unavailable`.
-    const bounded = <T>(work: () => Promise<T>): Promise<T> =>
-      withDeadline(work(), timeoutMs).catch((err: unknown) => {
+    const bounded = <T>(work: () => Promise<T>, onExpired?: () => void): Promise<T> =>
+      withDeadline(work(), timeoutMs, onExpired).catch((err: unknown) => {
         throw mapStorageError(err)
       })
     const ctx: SqlContext = {
@@ -91,18 +106,31 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       tables,
       hotPath: postgresHotPath(tables),
       run: (fn) => bounded(() => fn(db)),
-      transaction: <T>(fn: (db: Db) => Promise<T>, { durable = true } = {}) =>
-        bounded(() =>
-          containedTransaction(
-            (body: (tx: Db) => Promise<T>) => db.transaction((tx) => body(tx as unknown as Db)),
-            async (tx) => {
-              // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
-              // need not wait for a WAL flush; publishes and directory changes always do.
-              if (!durable) await tx.execute(sql`set local synchronous_commit = off`)
-              return fn(tx)
-            },
-          ),
-        ),
+      transaction: <T>(fn: (db: Db) => Promise<T>, { durable = true } = {}) => {
+        // Set once the caller has been answered `unavailable`: from then on the transaction rolls back
+        // instead of committing, so a call that failed on its deadline has changed nothing (unless the
+        // deadline passed while the COMMIT itself was on its way).
+        let expired = false
+        const abandon = () => {
+          if (expired) throw new AbandonedTransactionError()
+        }
+        return bounded(
+          () =>
+            containedTransaction(
+              (body: (tx: Db) => Promise<T>) => db.transaction((tx) => body(tx as unknown as Db)),
+              async (tx) => {
+                abandon()
+                // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
+                // need not wait for a WAL flush; publishes and directory changes always do.
+                if (!durable) await tx.execute(sql`set local synchronous_commit = off`)
+                const result = await fn(tx)
+                abandon()
+                return result
+              },
+            ),
+          () => (expired = true),
+        )
+      },
       notifyWork: async (tx) => {
         await tx.execute(sql`select pg_notify(${workChannel}, '')`)
       },
