@@ -106,7 +106,15 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     this.#targetReads = new TargetReads((tenantIds) => storage.publishTargets(tenantIds))
     const { retention } = options
     if (retention)
-      this.#pruner = new Pruner(storage, { windowMs: retention.events, batchSize: retention.batchSize, intervalMs: retention.intervalMs, logger: options.logger, now })
+      this.#pruner = new Pruner(storage, {
+        windowMs: retention.events,
+        batchSize: retention.batchSize,
+        intervalMs: retention.intervalMs,
+        // Live work: deliveries in flight, or a publish in the last second.
+        busy: () => this.#worker.inFlight > 0 || performance.now() - this.#writer.lastWriteAt < 1000,
+        logger: options.logger,
+        now,
+      })
   }
 
   /** Turns what delivery reports (storage records) into API shapes and host events. */

@@ -42,7 +42,11 @@ export class EventWriter {
     this.#worker = worker
   }
 
+  /** performance.now() of the last write asked for (0: none yet). */
+  lastWriteAt = 0
+
   write(events: EventToWrite[]): Promise<PublishResult[]> {
+    this.lastWriteAt = performance.now()
     return new Promise((resolve, reject) => {
       this.#queue.push({ events, resolve, reject })
       this.#start()

@@ -102,6 +102,11 @@ export class DeliveryWorker {
   }
 
   /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
+  /** Deliveries this worker holds (claimed, queued or being attempted). */
+  get inFlight(): number {
+    return this.#held.size
+  }
+
   fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
     if (!this.#running || this.#stopping || this.#held.size + count > this.#maxHeld) return undefined
     return { lease_owner: this.id, lease_until: new Date(now.getTime() + this.#ctx.options.delivery.leaseMs) }
