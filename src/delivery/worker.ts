@@ -11,6 +11,7 @@ import type { ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { reportOutcomes } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
+import { retryPolicy } from './retry-schedule.js'
 import { logAttempt } from './attempt-log.js'
 import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
 import { DeliveryError, closeHttpClients } from '../net/http-client.js'
@@ -304,7 +305,7 @@ export class DeliveryWorker {
       try {
         const publisher = await this.#publisher(destination)
         // One deadline for every destination type: each publisher honours the signal and reports a timeout.
-        const deadline = startDeadline(this.#ctx.options.delivery.timeoutMs)
+        const deadline = startDeadline(destination.delivery?.timeout_ms ?? this.#ctx.options.delivery.timeoutMs)
         try {
           result = await publisher.publish(deliveryMessage(d, destination, span?.headers), { signal: deadline.signal })
         } finally {
@@ -313,7 +314,8 @@ export class DeliveryWorker {
       } catch (err) {
         result = failureBeforeSending(err)
       }
-      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
+      const retry = retryPolicy(this.#ctx.options.delivery.retry, destination.delivery)
+      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, retry)
       const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }
       this.#record(entry)
       recorded = true

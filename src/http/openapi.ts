@@ -1,6 +1,7 @@
 import { type ConversionConfig, type JsonSchema, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema'
 import type * as v from 'valibot'
 import { bodyShape, DateTimeSchema, ObjectCheck, RepeatedStringSchema } from '../model/common.js'
+import { DeliverySettingsPatchSchema, DeliverySettingsSchema } from '../model/delivery-settings.js'
 import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } from '../model/destination.js'
 import { DestinationTypeInfoSchema, FieldSpecSchema } from '../model/destination-type.js'
 import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
@@ -33,6 +34,8 @@ const namedSchemas = {
   // Replaced by one variant per destination type (openapi-destinations.ts); named here so every use is a $ref.
   CreateDestination: bodyShape(CreateDestinationSchema),
   UpdateDestination: bodyShape(UpdateDestinationSchema),
+  DeliverySettings: DeliverySettingsSchema,
+  DeliverySettingsPatch: DeliverySettingsPatchSchema,
   DestinationTypeSchema: DestinationTypeInfoSchema,
   DestinationTypeField: FieldSpecSchema,
   Event: EventSchema,
@@ -73,6 +76,9 @@ function overrideSchema({ valibotSchema }: { valibotSchema: unknown }): JsonSche
   if (valibotSchema === DateTimeSchema) return { type: 'string', format: 'date-time' }
   // A free-form JSON object; objectBody's strict objects are documented through bodyShape instead.
   if (valibotSchema === ObjectCheck) return { type: 'object' }
+  // objectBody(strictObject(…)) nested in another shape (a destination's `delivery`): documented as its object.
+  const pipe = (valibotSchema as Node).pipe
+  if (pipe?.[0] === (ObjectCheck as unknown as Node) && pipe[1]?.type === 'strict_object') return convert(pipe[1] as unknown as Schema)
   if (valibotSchema === RepeatedStringSchema.pipe[0]) return { type: 'array', items: { type: 'string' } }
   const item = oneOrManyItem(valibotSchema as Node)
   if (item) {

@@ -1,5 +1,6 @@
 import * as v from 'valibot'
 import { DestinationTypeNameSchema } from './destination-type.js'
+import { DeliverySettingsPatchSchema, DeliverySettingsSchema } from './delivery-settings.js'
 import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
@@ -57,6 +58,7 @@ export const CreateDestinationSchema = objectBody(v.strictObject(
     filter: v.optional(v.nullable(JsonObjectSchema)),
     delivery_metadata: v.optional(v.nullable(StringMapSchema)),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
+    delivery: v.optional(v.nullable(DeliverySettingsSchema)),
   },
   'unexpected field',
 ))
@@ -71,6 +73,7 @@ export const UpdateDestinationSchema = objectBody(v.strictObject(
     credentials: v.optional(v.nullable(JsonValueSchema)),
     delivery_metadata: v.optional(v.nullable(v.record(v.string(), v.nullable(v.string('values must be strings or null'))))),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
+    delivery: v.optional(v.nullable(DeliverySettingsPatchSchema)),
   },
   'unexpected field',
 ))
@@ -89,6 +92,8 @@ export const DestinationSchema = v.object({
   filter: v.optional(v.nullable(JsonObjectSchema)),
   delivery_metadata: v.optional(v.nullable(StringMapSchema)),
   metadata: v.optional(v.nullable(JsonObjectSchema)),
+  /** The destination's own delivery policy (not in the spec: an addition); absent when it follows the engine's. */
+  delivery: v.optional(DeliverySettingsSchema),
   target: v.optional(v.string()),
   target_url: v.optional(v.string()),
 })

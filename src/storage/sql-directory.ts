@@ -145,6 +145,7 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord, r
         credentials: r.credentials,
         delivery_metadata: r.delivery_metadata,
         metadata: r.metadata,
+        delivery: r.delivery ?? null,
         updated_at: r.updated_at,
       })
       .where(and(match, eq(destinations.updated_at, readAt)))

@@ -1,3 +1,4 @@
+import type { DeliverySettings } from '../model/delivery-settings.js'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import type { JsonObject } from '../model/common.js'
@@ -40,7 +41,7 @@ export interface Storage {
   insertDestination(record: DestinationRecord): Promise<'inserted' | 'exists' | 'no-tenant'>
   /**
    * Replace the fields an update changes (topics, filter, config, credentials, metadata, delivery_metadata,
-   * updated_at) if the stored `updated_at` is still `readAt`; `stale` when it changed since, so the caller
+   * delivery, updated_at) if the stored `updated_at` is still `readAt`; `stale` when it changed since, so the caller
    * re-reads and applies its change again rather than overwrite another.
    */
   updateDestination(record: DestinationRecord, readAt: Date): Promise<'updated' | 'stale' | 'missing'>
@@ -170,6 +171,8 @@ export interface DestinationRecord {
   updated_at: Date
   /** Consecutive failed attempts (reset by a success or enable). */
   consecutive_failures: number
+  /** The destination's own delivery policy (retries, timeout); null or absent follows the engine's options. */
+  delivery?: DeliverySettings | null
 }
 
 export interface DestinationKey {

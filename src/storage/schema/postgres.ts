@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { JsonObject } from '../../model/common.js'
+import type { DeliverySettings } from '../../model/delivery-settings.js'
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' })
 
@@ -31,6 +32,8 @@ export const destinations = pgTable(
     created_at: ts('created_at').notNull(),
     updated_at: ts('updated_at').notNull(),
     consecutive_failures: integer('consecutive_failures').notNull().default(0),
+    // The destination's own delivery policy (retries, timeout): null follows the engine's options.
+    delivery: jsonb('delivery').$type<DeliverySettings>(),
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
 )

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import type { JsonObject } from '../../model/common.js'
+import type { DeliverySettings } from '../../model/delivery-settings.js'
 
 // Same tables and column names as schema/postgres.ts; times are integer milliseconds, JSON is text.
 const ts = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -34,6 +35,8 @@ export const destinations = sqliteTable(
     created_at: ts('created_at').notNull(),
     updated_at: ts('updated_at').notNull(),
     consecutive_failures: integer('consecutive_failures').notNull().default(0),
+    // The destination's own delivery policy (retries, timeout): null follows the engine's options.
+    delivery: json<DeliverySettings>('delivery'),
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
 )
