@@ -64,6 +64,12 @@ function rejectFixedFields(body: unknown, fields: Record<string, string>): Error
   return data
 }
 
+/** valibot's object schemas accept arrays (their indexes become keys): `delivery` must be a JSON object. */
+function arrayDelivery(body: unknown): ErrorData {
+  const delivery = typeof body === 'object' && body !== null ? (body as { delivery?: unknown }).delivery : undefined
+  return Array.isArray(delivery) ? { delivery: 'must be a JSON object' } : {}
+}
+
 function validateAgainst(schema: v.GenericSchema, value: unknown, prefix: string, data: ErrorData): Record<string, unknown> {
   const result = v.safeParse(schema, value)
   if (result.success) return result.output as Record<string, unknown>
@@ -121,7 +127,7 @@ export async function listDestinations(ctx: EngineContext, tenantId: string, que
 
 export async function createDestination(ctx: EngineContext, tenantId: string, body: unknown): Promise<Destination> {
   await requireTenant(ctx, tenantId)
-  const fixed = rejectFixedFields(body, { target: 'read-only field', target_url: 'read-only field' })
+  const fixed = { ...rejectFixedFields(body, { target: 'read-only field', target_url: 'read-only field' }), ...arrayDelivery(body) }
   if (Object.keys(fixed).length) fail(fixed)
   const input = parseInput(CreateDestinationSchema, body)
   const def = destinationType(input.type)
@@ -181,6 +187,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
     target: 'read-only field',
     target_url: 'read-only field',
   })
+  Object.assign(fixed, arrayDelivery(body))
   if (Object.keys(fixed).length) fail(fixed)
   const input = parseInput(UpdateDestinationSchema, body ?? {})
   // Read, patch, write if nothing changed since the read; else patch the newer state (another PATCH, a

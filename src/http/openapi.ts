@@ -76,9 +76,6 @@ function overrideSchema({ valibotSchema }: { valibotSchema: unknown }): JsonSche
   if (valibotSchema === DateTimeSchema) return { type: 'string', format: 'date-time' }
   // A free-form JSON object; objectBody's strict objects are documented through bodyShape instead.
   if (valibotSchema === ObjectCheck) return { type: 'object' }
-  // objectBody(strictObject(…)) nested in another shape (a destination's `delivery`): documented as its object.
-  const pipe = (valibotSchema as Node).pipe
-  if (pipe?.[0] === (ObjectCheck as unknown as Node) && pipe[1]?.type === 'strict_object') return convert(pipe[1] as unknown as Schema)
   if (valibotSchema === RepeatedStringSchema.pipe[0]) return { type: 'array', items: { type: 'string' } }
   const item = oneOrManyItem(valibotSchema as Node)
   if (item) {

@@ -46,7 +46,7 @@ for (const kind of engineKinds()) {
       ['a base of 0', { schedule: { base: 0 } }, 'delivery.schedule.base'],
       ['a factor above 10', { schedule: { base: 100, factor: 11 } }, 'delivery.schedule.factor'],
       ['a jitter above 1', { schedule: { base: 100, jitter: 2 } }, 'delivery.schedule.jitter'],
-      ['an unknown schedule field', { schedule: { base: 100, max: 3 } }, 'delivery.schedule.max'],
+      ['an unknown schedule field', { schedule: { base: 100, max: 3 } }, 'delivery.schedule'],
       ['timeout_ms below 100', { timeout_ms: 99 }, 'delivery.timeout_ms'],
       ['timeout_ms not below the engine lease', { timeout_ms: 30_000 }, 'delivery.timeout_ms'],
       ['an unknown setting', { retries: 3 }, 'delivery.retries'],
