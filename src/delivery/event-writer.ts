@@ -87,10 +87,10 @@ export class EventWriter {
         }
       }
       const items = accepted.flatMap((a) => a.items)
-      const count = items.reduce((n, i) => n + i.deliveries.length, 0)
+      const count = items.reduce((n, i) => n + i.deliveries.filter((d) => !d.skipped).length, 0)
       const now = this.#now()
       const lease = this.#worker.fastPathLease(count, now)
-      if (lease) for (const item of items) for (const d of item.deliveries) Object.assign(d, lease)
+      if (lease) for (const item of items) for (const d of item.deliveries) if (!d.skipped) Object.assign(d, lease)
       let results
       try {
         results = await this.#storage.insertEvents(items)
@@ -118,7 +118,7 @@ export class EventWriter {
             const { trace } = pending.events[i]!
             // Only the deliveries written: a destination deleted meanwhile has none.
             for (const d of deliveries)
-              if (r.destination_ids.includes(d.destination_id))
+              if (!d.skipped && r.destination_ids.includes(d.destination_id))
                 claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
           })
       }
@@ -142,9 +142,12 @@ export class EventWriter {
     const all = targets.get(event.tenant_id)
     if (!all) throw notFound('tenant', event.tenant_id)
     if (destinationId !== undefined && !all.some((d) => d.id === destinationId)) throw notFound('destination', destinationId)
-    const enabled = all.filter((d) => !d.disabled_at)
-    const matched = matchDestinations(event, enabled, destinationId)
-    return { event, deliveries: matched.map((d) => ({ id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at })) }
+    // A disabled destination's match is recorded as skipped rather than dropped: a replay can send it later.
+    const matched = matchDestinations(event, all, destinationId)
+    return {
+      event,
+      deliveries: matched.map((d) => ({ id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at, ...(d.disabled_at ? { skipped: true } : {}) })),
+    }
   }
 
   /** Resolves when every queued publish has been committed or rejected. */

@@ -291,7 +291,7 @@ export class DeliveryWorker {
       const destination = await this.#destination(d.tenant_id, d.destination_id)
       if (!destination || destination.disabled_at) {
         // Gone: cancel. Disabled: park until enabled. Neither is an attempt.
-        await this.#ctx.storage.holdDeliveries([d.id], !destination)
+        await this.#ctx.storage.holdDeliveries([d.id], !destination, this.#ctx.now())
         return
       }
       const { telemetry } = this.#ctx

@@ -66,24 +66,26 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
       where (d.tenant_id, d.id) in (select * from ${unnest(col(rows.map((r) => r.e.tenant_id), 'text'), col(rows.map((r) => r.d.destination_id), 'text'))})
       for key share of d
     ), dl as (
-      insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, attempt_count, manual)
-      select d.*, 'pending', 0, false from ${unnest(
+      insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, attempt_count, manual)
+      select d.*, 0, false from ${unnest(
         col(rows.map((r) => r.d.id), 'text'),
         col(rows.map((r) => r.e.tenant_id), 'text'),
         col(rows.map((r) => r.e.id), 'text'),
         col(rows.map((r) => r.d.destination_id), 'text'),
         col(rows.map((r) => r.e.topic), 'text'),
         col(rows.map((r) => iso(r.e.time)), 'timestamptz'),
-        col(rows.map((r) => iso(r.d.next_attempt_at)), 'timestamptz'),
+        col(rows.map((r) => (r.d.skipped ? null : iso(r.d.next_attempt_at))), 'timestamptz'),
         col(rows.map((r) => r.d.lease_owner ?? null), 'text'),
         col(rows.map((r) => iso(r.d.lease_until)), 'timestamptz'),
-      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until)
+        col(rows.map((r) => (r.d.skipped ? 'skipped' : 'pending')), 'text'),
+        col(rows.map((r) => (r.d.skipped ? iso(r.e.created_at) : null)), 'timestamptz'),
+      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at)
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
-      returning tenant_id, event_id, destination_id
+      returning tenant_id, event_id, destination_id, status
     )
     select 'event' as kind, tenant_id, id as ref, null as destination_id from ev
-    union all select 'delivery', tenant_id, event_id, destination_id from dl
+    union all select 'delivery', tenant_id, event_id, destination_id from dl where status <> 'skipped'
     union all select 'orphaned', tenant_id, grp, null from orphaned`)) as unknown as { kind: string; tenant_id: string; ref: string; destination_id: string | null }[]
   const fresh = new Set<string>()
   const delivered = new Set<string>()
@@ -103,7 +105,7 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
     if (!r.duplicate) continue
     const { tenant_id, id } = items[index]!.event
     const existing = (await db.execute(
-      sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id}`,
+      sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id} and status <> 'skipped'`,
     )) as unknown as { destination_id: string }[]
     r.destination_ids = existing.map((row) => row.destination_id)
   }
@@ -133,7 +135,8 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
         lease_owner = null,
         lease_until = null,
         last_attempt_at = v.delivered_at,
-        successful_at = coalesce(${d.successful_at}, v.successful_at)
+        successful_at = coalesce(${d.successful_at}, v.successful_at),
+        skipped_at = null
       from ${unnest(
         col(writes.map((w) => w.delivery.id), 'text'),
         col(writes.map((w) => w.delivery.status), 'text'),

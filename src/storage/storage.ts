@@ -4,6 +4,9 @@ import type { ErrorKind } from '../model/attempt-result.js'
 import type { JsonObject } from '../model/common.js'
 import type { AttemptDimension, EventDimension, Granularity } from '../model/metrics.js'
 import type { KeysetRequest } from '../model/pagination.js'
+import type { NewReplayJob, ReplayJobRecord, ReplayStep, ReplayStepRequest } from './replay-records.js'
+
+export type { NewReplayJob, ReplayJobRecord, ReplayJobStatus, ReplaySelect, ReplayStep, ReplayStepRequest } from './replay-records.js'
 
 /**
  * The storage port: one domain-named method per job, each with one transaction boundary.
@@ -84,9 +87,10 @@ export interface Storage {
   releaseLeases(owner: string, ids?: string[]): Promise<number>
   /**
    * Take deliveries off the queue without an attempt: `cancel` for a destination that is gone; otherwise
-   * parked (pending, not due) until the destination is enabled again.
+   * parked (pending, not due) until the destination is enabled again, and marked skipped since `now` (the
+   * event log shows them) until their next attempt.
    */
-  holdDeliveries(ids: string[], cancel: boolean): Promise<void>
+  holdDeliveries(ids: string[], cancel: boolean, now?: Date): Promise<void>
   /**
    * Call `listener` when another process made deliveries due (Postgres LISTEN/NOTIFY), and each time the
    * subscription is made again after its connection was lost (announcements may have been missed).
@@ -95,12 +99,33 @@ export interface Storage {
   onWork?(listener: () => void): Promise<() => Promise<void>>
   /** Make a delivery due now for one manual attempt; false when there is no such delivery or its destination is gone. */
   requeueDelivery(tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean>
-  /** Event rows (one per attempted (event, destination) pair), `limit + 1` in display order. */
+  /** Event rows (one per attempted or skipped (event, destination) pair), `limit + 1` in display order. */
   listEvents(query: EventListRequest): Promise<EventRow[]>
   /** One pair: for `destinationId` when given, else the most recently attempted one. */
   getEvent(tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null>
   /** Every attempt of an event (all destinations), newest first. */
   listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
+
+  // --- replays (recovery issue) ---------------------------------------------------------------
+  /**
+   * Insert replay jobs in one transaction, each with `matched` counted from the deliveries it selects. Jobs
+   * whose destination is gone are left out; null when the tenant is gone.
+   */
+  insertReplayJobs(jobs: NewReplayJob[]): Promise<ReplayJobRecord[] | null>
+  getReplayJob(tenantId: string, destinationId: string, id: string): Promise<ReplayJobRecord | null>
+  /** Stop a running job (kept as it is when it already ended); the batch already handed out is still attempted. */
+  cancelReplayJob(tenantId: string, destinationId: string, id: string, now: Date): Promise<ReplayJobRecord | null>
+  /** Lease the oldest running job no live instance holds (Postgres: SKIP LOCKED), or null. */
+  claimReplayJob(owner: string, now: Date, leaseUntil: Date): Promise<ReplayJobRecord | null>
+  /**
+   * One step of a job `owner` holds, in one transaction: count the batch handed out once each of its deliveries
+   * was attempted, then, unless fresh deliveries are waiting, hand out the next batch (made due now) or finish.
+   */
+  advanceReplayJob(step: ReplayStepRequest): Promise<ReplayStep>
+  /** Give back every job lease `owner` holds (close()). */
+  releaseReplayJobs(owner: string): Promise<void>
+  /** Deliveries of a destination skipped at publish (status `skipped`): how many, and the oldest event time. */
+  skippedDeliveries(tenantId: string, destinationId: string): Promise<{ count: number; oldest: Date | null }>
 
   // --- metrics (operations issue) ---------------------------------------------------------------
   /**
@@ -207,6 +232,11 @@ export interface NewDelivery {
   /** Set at insert for the in-process fast path: the local worker already owns the row. */
   lease_owner?: string
   lease_until?: Date
+  /**
+   * The destination is disabled: recorded as skipped (status `skipped`, `skipped_at` = the event's
+   * `created_at`), never attempted; a replay sends it. Not among the publish result's `destination_ids`.
+   */
+  skipped?: boolean
 }
 
 export interface NewEventWithDeliveries {
@@ -218,13 +248,14 @@ export interface NewEventWithDeliveries {
 
 export interface InsertEventResult {
   duplicate: boolean
-  /** The destinations the event is delivered to: those of the inserted deliveries, or of the existing event. */
+  /** The destinations the event is delivered to: those of the inserted deliveries, or of the existing event (skipped ones left out). */
   destination_ids: string[]
   /** Nothing was inserted: this tenant (the event's own, or another of its group) is gone. */
   missing_tenant?: string
 }
 
-export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled'
+/** `skipped`: published while the destination was disabled, never attempted (until a replay). */
+export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled' | 'skipped'
 
 export interface ClaimRequest {
   owner: string
@@ -304,6 +335,8 @@ export interface EventRow {
   status: DeliveryStatus
   successful_at: Date | null
   last_attempt_at: Date | null
+  /** Skipped since then and not attempted since (see NewDelivery.skipped, holdDeliveries); else null. */
+  skipped_at: Date | null
 }
 
 /** The time range and grouping of a metrics query. `filters` absent or empty match everything. */
@@ -377,3 +410,4 @@ export interface PruneBatch {
   /** The batch gave up on a lock another transaction held (Postgres); try again later. */
   busy?: boolean
 }
+

@@ -76,15 +76,21 @@ export const deliveries = pgTable(
     lease_until: ts('lease_until'),
     last_attempt_at: ts('last_attempt_at'),
     successful_at: ts('successful_at'),
+    // Set while the delivery is skipped: published while its destination was disabled (status 'skipped', never
+    // attempted), or parked when the destination was disabled before it was attempted again. Cleared by an attempt.
+    skipped_at: ts('skipped_at'),
+    // The replay job that handed this delivery to the worker, until the job counted its attempt.
+    replay_job: text('replay_job'),
   },
   (t) => [
     uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
     // Claiming: only pending rows are indexed, ordered by when they are due.
     index('deliveries_due_idx').on(t.next_attempt_at).where(sql`status = 'pending'`),
-    // Event listings show a pair from its first attempt on; keyset by (event_time, event_id, destination_id).
-    index('deliveries_tenant_time_idx').on(t.tenant_id, t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
-    index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0`),
-    index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
+    // Event listings show a pair from its first attempt on, or once it was skipped; keyset by (event_time, event_id, destination_id).
+    index('deliveries_tenant_time_idx').on(t.tenant_id, t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0 or skipped_at is not null`),
+    index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0 or skipped_at is not null`),
+    index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0 or skipped_at is not null`),
+    index('deliveries_replay_idx').on(t.replay_job).where(sql`replay_job is not null`),
   ],
 )
 
@@ -112,4 +118,37 @@ export const attempts = pgTable(
     destination_type: text('destination_type'),
   },
   (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
+)
+
+/** Replays (durable jobs): what to send again, where they stand, and the lease of the instance running one. */
+export const replay_jobs = pgTable(
+  'replay_jobs',
+  {
+    id: text('id').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    status: text('status').notNull(),
+    since: ts('since').notNull(),
+    until: ts('until').notNull(),
+    select_status: text('select_status').notNull(),
+    topics: jsonb('topics').$type<string[]>(),
+    matched: integer('matched').notNull(),
+    done: integer('done').notNull(),
+    failed: integer('failed').notNull(),
+    // Where the job stands: the last (event_time, event_id) counted, and the end of the batch handed out since.
+    cursor_time: ts('cursor_time'),
+    cursor_event: text('cursor_event'),
+    batch_time: ts('batch_time'),
+    batch_event: text('batch_event'),
+    batch_started_at: ts('batch_started_at'),
+    lease_owner: text('lease_owner'),
+    lease_until: ts('lease_until'),
+    created_at: ts('created_at').notNull(),
+    updated_at: ts('updated_at').notNull(),
+    finished_at: ts('finished_at'),
+  },
+  (t) => [
+    index('replay_jobs_running_idx').on(t.created_at).where(sql`status = 'running'`),
+    index('replay_jobs_destination_idx').on(t.tenant_id, t.destination_id, t.created_at),
+  ],
 )
