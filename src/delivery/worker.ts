@@ -11,6 +11,7 @@ import type { ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { reportOutcomes } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
+import { RateLimiter } from './rate-limiter.js'
 import { retryPolicy } from './retry-schedule.js'
 import { logAttempt } from './attempt-log.js'
 import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
@@ -55,6 +56,7 @@ export class DeliveryWorker {
   /** Held deliveries of a deleted tenant or destination: dropped when their turn comes, never attempted. */
   readonly #dropped = new Set<string>()
   readonly #maxHeld: number
+  readonly #limiter: RateLimiter
   readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
   #writes: RecordedAttempt[] = []
@@ -78,6 +80,7 @@ export class DeliveryWorker {
     this.#global = new PQueue({ concurrency })
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
     this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
+    this.#limiter = new RateLimiter(ctx.storage, ctx.now)
   }
 
   start(): void {
@@ -113,8 +116,31 @@ export class DeliveryWorker {
       this.#held.set(d.id, d)
       const k = key(d.tenant_id, d.destination_id)
       const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
-      // A slow destination holds at most perDestinationConcurrency of the global slots.
-      void queue.add(() => this.#global.add(() => this.#start(d)))
+      // A slow destination holds at most perDestinationConcurrency of the global slots; a rate-limited one
+      // waits for its token before it takes one.
+      void queue.add(async () => {
+        await this.#rateLimited(d)
+        return this.#global.add(() => this.#start(d))
+      })
+    }
+  }
+
+  /** Resolves when a delivery to a rate-limited destination may start (at once for any other). */
+  async #rateLimited(d: ClaimedDelivery): Promise<void> {
+    const limit = async () => {
+      if (this.#stopping || this.#dropped.has(d.id)) return undefined
+      return (await this.#destination(d.tenant_id, d.destination_id))?.delivery?.rate_limit
+    }
+    for (;;) {
+      try {
+        if (await limit()) await this.#limiter.acquire(d.tenant_id, d.destination_id, limit)
+        return
+      } catch (err) {
+        this.#storageFailed(err, 'taking a rate-limit token failed', { tenant_id: d.tenant_id, destination_id: d.destination_id })
+        // While storage is unavailable no token can be had: wait for it rather than exceed the limit.
+        if (!isUnavailable(err) || this.#stopping) return
+        await sleep(this.#ctx.options.delivery.pollIntervalMs, undefined, { ref: false })
+      }
     }
   }
 

@@ -11,6 +11,9 @@ export const deliveryLimits = {
   maxFactor: 10,
   minTimeoutMs: 100,
   maxTimeoutMs: 120_000,
+  minPerSecond: 0.01,
+  maxPerSecond: 10_000,
+  maxBurst: 10_000,
 } as const
 
 const int = (min: number, max: number, what = 'an integer') =>
@@ -43,6 +46,28 @@ const TimeoutSchema = v.pipe(
   v.description('Deadline of one attempt in ms, instead of the engine\'s `delivery.timeoutMs`; below its `delivery.leaseMs`.'),
 )
 
+/** Attempts per second to one destination, across every instance, with a burst of `burst` after a pause. */
+const RateLimitSchema = v.pipe(
+  v.strictObject(
+    {
+      per_second: v.pipe(
+        v.number(`must be a number between ${deliveryLimits.minPerSecond} and ${deliveryLimits.maxPerSecond}`),
+        v.minValue(deliveryLimits.minPerSecond, `must be a number between ${deliveryLimits.minPerSecond} and ${deliveryLimits.maxPerSecond}`),
+        v.maxValue(deliveryLimits.maxPerSecond, `must be a number between ${deliveryLimits.minPerSecond} and ${deliveryLimits.maxPerSecond}`),
+      ),
+      burst: v.optional(v.pipe(int(1, deliveryLimits.maxBurst), v.description('Attempts that may start at once after a quiet spell (default: a tenth of a second\'s worth, at least 1).'))),
+    },
+    'unexpected field',
+  ),
+  v.description('At most `per_second` attempts per second to this destination, counted across every instance sharing the database (a token bucket in it).'),
+)
+export type RateLimit = v.InferOutput<typeof RateLimitSchema>
+
+/** The bucket size of a rate limit: its `burst`, or a tenth of a second's worth (at least 1). */
+export function rateLimitBurst(limit: RateLimit): number {
+  return limit.burst ?? Math.max(1, Math.ceil(limit.per_second / 10))
+}
+
 /**
  * A destination's own delivery policy (an addition to the spec's fields). Every setting is optional;
  * what is absent follows the engine's `delivery` options. (valibot's object schemas take arrays: the engine
@@ -53,6 +78,7 @@ export const DeliverySettingsSchema = v.strictObject(
     max_attempts: v.optional(MaxAttemptsSchema),
     schedule: v.optional(ScheduleSchema),
     timeout_ms: v.optional(TimeoutSchema),
+    rate_limit: v.optional(RateLimitSchema),
   },
   'unexpected field',
 )
@@ -64,6 +90,7 @@ export const DeliverySettingsPatchSchema = v.strictObject(
     max_attempts: v.optional(v.nullable(MaxAttemptsSchema)),
     schedule: v.optional(v.nullable(ScheduleSchema)),
     timeout_ms: v.optional(v.nullable(TimeoutSchema)),
+    rate_limit: v.optional(v.nullable(v.record(v.string(), v.unknown(), 'must be an object'))),
   },
   'unexpected field',
 )

@@ -49,7 +49,7 @@ export async function listTenants(ctx: SqlContext, q: TenantListRequest) {
 }
 
 export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean> {
-  const { tenants, destinations, events, deliveries, attempts, replay_jobs } = ctx.tables
+  const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets } = ctx.tables
   return ctx.transaction(async (db) => {
     // Writers hold the tenant row (key share) until they commit, so this waits for them and then sees their rows.
     const gone = await db.delete(tenants).where(eq(tenants.id, id)).returning({ id: tenants.id })
@@ -64,6 +64,7 @@ export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean
     await db.delete(deliveries).where(deliveriesInIdOrder(ctx, db, eq(deliveries.tenant_id, id)))
     await db.delete(attempts).where(eq(attempts.tenant_id, id))
     await db.delete(events).where(eq(events.tenant_id, id))
+    await db.delete(rate_buckets).where(eq(rate_buckets.tenant_id, id))
     return true
   })
 }
@@ -159,7 +160,7 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord, r
 }
 
 export async function deleteDestination(ctx: SqlContext, tenantId: string, id: string): Promise<boolean> {
-  const { destinations, deliveries, replay_jobs } = ctx.tables
+  const { destinations, deliveries, replay_jobs, rate_buckets } = ctx.tables
   return ctx.transaction(async (db) => {
     const gone = await db
       .delete(destinations)
@@ -176,6 +177,7 @@ export async function deleteDestination(ctx: SqlContext, tenantId: string, id: s
       .update(deliveries)
       .set({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_until: null })
       .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'))))
+    await db.delete(rate_buckets).where(and(eq(rate_buckets.tenant_id, tenantId), eq(rate_buckets.destination_id, id)))
     return true
   })
 }

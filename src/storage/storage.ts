@@ -1,4 +1,4 @@
-import type { DeliverySettings } from '../model/delivery-settings.js'
+import type { DeliverySettings, RateLimit } from '../model/delivery-settings.js'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import type { JsonObject } from '../model/common.js'
@@ -126,6 +126,14 @@ export interface Storage {
   releaseReplayJobs(owner: string): Promise<void>
   /** Deliveries of a destination skipped at publish (status `skipped`): how many, and the oldest event time. */
   skippedDeliveries(tenantId: string, destinationId: string): Promise<{ count: number; oldest: Date | null }>
+
+  // --- rate limits (recovery issue) ------------------------------------------------------------
+  /**
+   * Refill the destination's token bucket for the time since its last refill (`per_second`, up to the burst)
+   * and take one token, in one transaction every instance serialises on: `waitMs` 0 when taken, else how
+   * long until the next token.
+   */
+  takeToken(tenantId: string, destinationId: string, limit: RateLimit, now: Date): Promise<{ waitMs: number }>
 
   // --- metrics (operations issue) ---------------------------------------------------------------
   /**

@@ -50,6 +50,11 @@ for (const kind of engineKinds()) {
       ['timeout_ms below 100', { timeout_ms: 99 }, 'delivery.timeout_ms'],
       ['timeout_ms not below the engine lease', { timeout_ms: 30_000 }, 'delivery.timeout_ms'],
       ['an unknown setting', { retries: 3 }, 'delivery.retries'],
+      ['a rate limit without per_second', { rate_limit: { burst: 5 } }, 'delivery.rate_limit.per_second'],
+      ['a rate limit of 0 per second', { rate_limit: { per_second: 0 } }, 'delivery.rate_limit.per_second'],
+      ['a rate limit above 10,000 per second', { rate_limit: { per_second: 10_001 } }, 'delivery.rate_limit.per_second'],
+      ['a burst of 0', { rate_limit: { per_second: 5, burst: 0 } }, 'delivery.rate_limit.burst'],
+      ['a fractional burst', { rate_limit: { per_second: 5, burst: 1.5 } }, 'delivery.rate_limit.burst'],
       ['an array', [], 'delivery'],
       ['a string', 'fast', 'delivery'],
     ]
@@ -81,6 +86,13 @@ for (const kind of engineKinds()) {
       const cleared = await outflow.updateDestination(T, d.id, { delivery: null })
       expect(cleared).not.toHaveProperty('delivery')
       expect(await outflow.getDestination(T, d.id)).not.toHaveProperty('delivery')
+    })
+
+    it('stores a rate limit, and merge-patches it like the other settings', async () => {
+      const d = await outflow.createDestination(T, { ...hook, delivery: { rate_limit: { per_second: 50 } } })
+      expect(d.delivery).toEqual({ rate_limit: { per_second: 50 } })
+      expect((await outflow.updateDestination(T, d.id, { delivery: { rate_limit: { burst: 10 } } })).delivery).toEqual({ rate_limit: { per_second: 50, burst: 10 } })
+      expect((await outflow.updateDestination(T, d.id, { delivery: { rate_limit: null, max_attempts: 2 } })).delivery).toEqual({ max_attempts: 2 })
     })
 
     it('keeps delivery when an update does not mention it', async () => {

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
 
@@ -151,4 +151,16 @@ export const replay_jobs = pgTable(
     index('replay_jobs_running_idx').on(t.created_at).where(sql`status = 'running'`),
     index('replay_jobs_destination_idx').on(t.tenant_id, t.destination_id, t.created_at),
   ],
+)
+
+/** Per-destination token buckets of rate limits, shared by every instance (see sql-rate.ts). */
+export const rate_buckets = pgTable(
+  'rate_buckets',
+  {
+    tenant_id: text('tenant_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    tokens: doublePrecision('tokens').notNull(),
+    refilled_at: ts('refilled_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenant_id, t.destination_id] })],
 )
