@@ -120,7 +120,8 @@ export class DeliveryWorker {
       // waits for its token before it takes one.
       void queue.add(async () => {
         await this.#rateLimited(d)
-        return this.#global.add(() => this.#start(d))
+        // A replay fills the slots live traffic leaves: queued live attempts start first.
+        return this.#global.add(() => this.#start(d), { priority: d.replay ? -1 : 0 })
       })
     }
   }

@@ -59,6 +59,7 @@ async function loadClaimed(ctx: SqlContext, db: Db, ids: string[]): Promise<Clai
     destination_id: d.destination_id,
     attempt_count: d.attempt_count,
     manual: d.manual,
+    ...(d.replay_job ? { replay: true } : {}),
     event: e as EventRecord,
   }))
 }

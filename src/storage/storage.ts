@@ -281,6 +281,8 @@ export interface ClaimedDelivery {
   attempt_count: number
   /** The next attempt was asked for by hand (retry route); it happens whatever the schedule. */
   manual: boolean
+  /** Handed out by a replay job: live deliveries go ahead of it in the worker's queue. */
+  replay?: boolean
   event: EventRecord
 }
 
