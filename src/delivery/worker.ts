@@ -202,10 +202,16 @@ export class DeliveryWorker {
   async #claimLoop(): Promise<void> {
     const { batchSize, pollIntervalMs, leaseMs } = this.#ctx.options.delivery
     let renewedAt = Date.now()
+    let promotedAt = 0
     while (!this.#stopping) {
       if (Date.now() - renewedAt > leaseMs / 3) {
         renewedAt = Date.now()
         await this.#renewLeases()
+      }
+      // At most once a second: a safety net for a rare race, it scans every waiting delivery.
+      if (Date.now() - promotedAt >= Math.max(pollIntervalMs, 1_000)) {
+        promotedAt = Date.now()
+        await this.#promoteWaiting()
       }
       let full = false
       const room = Math.min(batchSize, this.#maxHeld - this.#held.size)
@@ -228,6 +234,15 @@ export class DeliveryWorker {
       const woken = new Promise<void>((resolve) => (this.#wake = resolve))
       await Promise.race([sleep(Math.min(pollIntervalMs, leaseMs / 3), undefined, { ref: false }), woken])
       this.#wake = undefined
+    }
+  }
+
+  /** FIFO destinations: the safety net for a next delivery that two racing transactions both left waiting. */
+  async #promoteWaiting(): Promise<void> {
+    try {
+      await this.#ctx.storage.promoteWaitingDeliveries(this.#ctx.now())
+    } catch (err) {
+      this.#storageFailed(err, 'promoting waiting deliveries failed')
     }
   }
 
@@ -342,7 +357,7 @@ export class DeliveryWorker {
         result = failureBeforeSending(err)
       }
       const retry = retryPolicy(this.#ctx.options.delivery.retry, destination.delivery)
-      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, retry)
+      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, retry, destination.delivery?.on_exhausted === 'block')
       const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }
       this.#record(entry)
       recorded = true
@@ -467,6 +482,8 @@ export class DeliveryWorker {
         return true
       }
       for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
+      // A finished delivery to a FIFO destination made the next one of its key due: claim it now.
+      if (writes.some((w) => w.delivery.order_key != null && w.delivery.status !== 'pending')) this.wake()
       const disabled = await reportOutcomes(this.#ctx, entries, streaks).catch((err: unknown) => {
         this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'reporting attempt outcomes failed')
         return []

@@ -105,6 +105,10 @@ function checkDeliverySettings(ctx: EngineContext, delivery: DeliverySettings | 
   const { leaseMs } = ctx.options.delivery
   if (delivery?.timeout_ms !== undefined && delivery.timeout_ms >= leaseMs)
     data['delivery.timeout_ms'] = `must be less than the engine's delivery lease (${leaseMs} ms)`
+  if (delivery && delivery.ordering !== 'fifo') {
+    if (delivery.ordering_key !== undefined) data['delivery.ordering_key'] = 'needs ordering: "fifo"'
+    if (delivery.on_exhausted !== undefined) data['delivery.on_exhausted'] = 'needs ordering: "fifo"'
+  }
 }
 
 /** `delivery: {}` is the same as none: the destination follows the engine's options. */

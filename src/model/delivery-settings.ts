@@ -68,6 +68,14 @@ export function rateLimitBurst(limit: RateLimit): number {
   return limit.burst ?? Math.max(1, Math.ceil(limit.per_second / 10))
 }
 
+/** Where a FIFO destination finds an event's ordering key: a dotted path into `{ id, topic, time, metadata, data }`. */
+const OrderingKeySchema = v.pipe(
+  v.string('must be a path such as "data.customer_id"'),
+  v.maxLength(255, 'must be at most 255 characters'),
+  v.regex(/^(id|topic|time|metadata|data)(\.[^.\s]+){0,15}$/, 'must be a path into the event such as "data.customer_id" or "metadata.key" (at most 16 segments)'),
+  v.description('Events with the same value here are delivered in publish order; absent: the whole destination is one sequence.'),
+)
+
 /**
  * A destination's own delivery policy (an addition to the spec's fields). Every setting is optional;
  * what is absent follows the engine's `delivery` options. (valibot's object schemas take arrays: the engine
@@ -79,6 +87,14 @@ export const DeliverySettingsSchema = v.strictObject(
     schedule: v.optional(ScheduleSchema),
     timeout_ms: v.optional(TimeoutSchema),
     rate_limit: v.optional(RateLimitSchema),
+    ordering: v.optional(v.pipe(v.picklist(['fifo'], 'must be "fifo"'), v.description('`fifo`: an event is not attempted before the events published before it with the same ordering key succeeded or were given up on.'))),
+    ordering_key: v.optional(OrderingKeySchema),
+    on_exhausted: v.optional(
+      v.pipe(
+        v.picklist(['skip', 'block'], 'must be "skip" or "block"'),
+        v.description('With ordering: what an exhausted delivery does to the ones after it. `skip` (default): they go on. `block`: they wait until it is retried by hand and succeeds.'),
+      ),
+    ),
   },
   'unexpected field',
 )
@@ -91,6 +107,25 @@ export const DeliverySettingsPatchSchema = v.strictObject(
     schedule: v.optional(v.nullable(ScheduleSchema)),
     timeout_ms: v.optional(v.nullable(TimeoutSchema)),
     rate_limit: v.optional(v.nullable(v.record(v.string(), v.unknown(), 'must be an object'))),
+    ordering: v.optional(v.nullable(v.picklist(['fifo'], 'must be "fifo"'))),
+    ordering_key: v.optional(v.nullable(OrderingKeySchema)),
+    on_exhausted: v.optional(v.nullable(v.picklist(['skip', 'block'], 'must be "skip" or "block"'))),
   },
   'unexpected field',
 )
+
+/**
+ * The ordering key of an event for a FIFO destination (`''` when it has no `ordering_key`, or the path finds
+ * nothing), or null when the destination is not ordered.
+ *
+ * @example
+ * orderingKey({ ordering: 'fifo', ordering_key: 'data.customer' }, { data: { customer: 'c1' } }) // 'c1'
+ */
+export function orderingKey(settings: DeliverySettings | null | undefined, subject: Record<string, unknown>): string | null {
+  if (settings?.ordering !== 'fifo') return null
+  if (!settings.ordering_key) return ''
+  let value: unknown = subject
+  for (const segment of settings.ordering_key.split('.')) value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[segment] : undefined
+  if (value === undefined || value === null) return ''
+  return typeof value === 'string' ? value : JSON.stringify(value)
+}

@@ -66,20 +66,23 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
       where (d.tenant_id, d.id) in (select * from ${unnest(col(rows.map((r) => r.e.tenant_id), 'text'), col(rows.map((r) => r.d.destination_id), 'text'))})
       for key share of d
     ), dl as (
-      insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, attempt_count, manual)
-      select d.*, 0, false from ${unnest(
+      insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key,
+        attempt_count, manual, order_seq, order_state)
+      select d.*, 0, false, case when d.order_key is null then null else nextval('delivery_order_seq') end,
+        case when d.order_key is null then null else 'waiting' end from ${unnest(
         col(rows.map((r) => r.d.id), 'text'),
         col(rows.map((r) => r.e.tenant_id), 'text'),
         col(rows.map((r) => r.e.id), 'text'),
         col(rows.map((r) => r.d.destination_id), 'text'),
         col(rows.map((r) => r.e.topic), 'text'),
         col(rows.map((r) => iso(r.e.time)), 'timestamptz'),
-        col(rows.map((r) => (r.d.skipped ? null : iso(r.d.next_attempt_at))), 'timestamptz'),
+        col(rows.map((r) => (r.d.skipped || r.d.order_key !== undefined ? null : iso(r.d.next_attempt_at))), 'timestamptz'),
         col(rows.map((r) => r.d.lease_owner ?? null), 'text'),
         col(rows.map((r) => iso(r.d.lease_until)), 'timestamptz'),
         col(rows.map((r) => (r.d.skipped ? 'skipped' : 'pending')), 'text'),
         col(rows.map((r) => (r.d.skipped ? iso(r.e.created_at) : null)), 'timestamptz'),
-      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at)
+        col(rows.map((r) => (r.d.skipped ? null : (r.d.order_key ?? null))), 'text'),
+      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key)
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
       returning tenant_id, event_id, destination_id, status

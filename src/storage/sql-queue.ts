@@ -1,5 +1,6 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, or, sql, type SQL } from 'drizzle-orm'
 import { deliveriesInIdOrder, keysetPlan, listedDelivery, type Db, type SqlContext } from './sql-context.js'
+import { promoteHeads } from './sql-ordering.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -20,6 +21,11 @@ export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliverie
   if (items.length === 0) return []
   const write = async (db: Db) => {
     const results = await ctx.hotPath.insertEvents(db, items)
+    // FIFO destinations: a new delivery that nothing of its key precedes is due at once.
+    const ordered = items.flatMap(({ event, deliveries }) =>
+      deliveries.flatMap((d) => (d.order_key === undefined || d.skipped ? [] : [{ tenant_id: event.tenant_id, destination_id: d.destination_id, order_key: d.order_key }])),
+    )
+    if (ordered.length) await promoteHeads(ctx, db, ordered, items[0]!.event.created_at)
     // Rows the local worker did not take are for any instance: wake them (once they are visible).
     if (items.some((i) => i.deliveries.some((d) => !d.lease_owner))) await ctx.notifyWork?.(db)
     return results
@@ -60,6 +66,7 @@ async function loadClaimed(ctx: SqlContext, db: Db, ids: string[]): Promise<Clai
     attempt_count: d.attempt_count,
     manual: d.manual,
     ...(d.replay_job ? { replay: true } : {}),
+    order_key: d.order_key,
     event: e as EventRecord,
   }))
 }
@@ -94,6 +101,11 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
     }
     // After the destinations, the order deleteTenant and deleteDestination lock rows in.
     await ctx.hotPath.writeAttempts(db, writes)
+    // FIFO destinations: a finished delivery lets the next one of its key go.
+    const finished = writes.flatMap(({ attempt, delivery }) =>
+      delivery.order_key != null && delivery.status !== 'pending' ? [{ tenant_id: attempt.tenant_id, destination_id: attempt.destination_id, order_key: delivery.order_key }] : [],
+    )
+    if (finished.length && (await promoteHeads(ctx, db, finished, writes[0]!.attempt.delivered_at)) > 0) await ctx.notifyWork?.(db)
     return result
   }, { durable: false })
 }

@@ -2,6 +2,7 @@ import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
 import * as metrics from './sql-metrics.js'
 import * as queue from './sql-queue.js'
+import * as ordering from './sql-ordering.js'
 import * as rate from './sql-rate.js'
 import * as replays from './sql-replays.js'
 import * as retention from './sql-retention.js'
@@ -53,5 +54,6 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     releaseReplayJobs: (owner) => replays.releaseReplayJobs(ctx, owner),
     skippedDeliveries: (t, d) => replays.skippedDeliveries(ctx, t, d),
     takeToken: (t, d, limit, now) => rate.takeToken(ctx, t, d, limit, now),
+    promoteWaitingDeliveries: (now) => ordering.promoteWaiting(ctx, now),
   }
 }

@@ -15,8 +15,9 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
      values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
   )
   const insertDelivery = client.prepare(
-    `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until, skipped_at)
-     values (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)`,
+    `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until, skipped_at,
+       order_key, order_seq, order_state)
+     values (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?)`,
   )
   const existingDestinations = client.prepare(`select destination_id from deliveries where tenant_id = ? and event_id = ? and status <> 'skipped'`).pluck()
   const tenantExists = client.prepare(`select 1 from tenants where id = ?`).pluck()
@@ -44,6 +45,10 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const deleteDeliveries = client.prepare(`delete from deliveries where (tenant_id, event_id) ${inBatch}`)
   const deleteEvents = client.prepare(`delete from events where (tenant_id, id) ${inBatch}`)
   const attemptExists = client.prepare(`select 1 from attempts where id = ?`).pluck()
+  // Publish order of deliveries to FIFO destinations: one writer, so a counter from the stored maximum.
+  const maxOrderSeq = client.prepare(`select max(order_seq) from deliveries`).pluck()
+  let orderSeq: number | undefined
+  const nextOrderSeq = () => (orderSeq = (orderSeq ?? Number(maxOrderSeq.get() ?? 0)) + 1)
   // A delivery cancelled meanwhile (its destination was deleted) stays cancelled.
   const updateDelivery = client.prepare(
     `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
@@ -68,10 +73,16 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
         for (const d of deliveries) {
           if (!destinationExists.get(e.tenant_id, d.destination_id)) continue
           if (d.skipped) {
-            insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), 'skipped', null, null, null, ms(e.created_at))
+            insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), 'skipped', null, null, null, ms(e.created_at), null, null, null)
             continue
           }
-          insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), 'pending', ms(d.next_attempt_at), d.lease_owner ?? null, ms(d.lease_until), null)
+          if (d.order_key !== undefined) {
+            // Waiting, not due: the insert's caller makes it due when nothing of its key precedes it.
+            insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), 'pending', null, null, null, null, d.order_key, nextOrderSeq(), 'waiting')
+            destinationIds.push(d.destination_id)
+            continue
+          }
+          insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), 'pending', ms(d.next_attempt_at), d.lease_owner ?? null, ms(d.lease_until), null, null, null, null)
           destinationIds.push(d.destination_id)
         }
         return { duplicate: false, destination_ids: destinationIds }

@@ -73,6 +73,11 @@ export interface Storage {
    * of the same `group`), and deliveries to a destination that is gone are left out.
    */
   insertEvents(items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
+  /**
+   * FIFO destinations: make due every waiting delivery that no unfinished delivery of its key precedes (a
+   * safety net: inserts and results promote the next one themselves). Returns how many became due.
+   */
+  promoteWaitingDeliveries(now: Date): Promise<number>
   /** Lease up to `limit` due deliveries (pending, next_attempt_at <= now, lease free or expired). */
   claimDueDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>
   /**
@@ -241,6 +246,11 @@ export interface NewDelivery {
   lease_owner?: string
   lease_until?: Date
   /**
+   * The destination delivers in order (FIFO): the event's ordering key. The delivery is inserted waiting (not
+   * due) and made due once every delivery of the same key published before it finished.
+   */
+  order_key?: string
+  /**
    * The destination is disabled: recorded as skipped (status `skipped`, `skipped_at` = the event's
    * `created_at`), never attempted; a replay sends it. Not among the publish result's `destination_ids`.
    */
@@ -283,6 +293,8 @@ export interface ClaimedDelivery {
   manual: boolean
   /** Handed out by a replay job: live deliveries go ahead of it in the worker's queue. */
   replay?: boolean
+  /** The ordering key of a delivery to a FIFO destination; null otherwise. */
+  order_key?: string | null
   event: EventRecord
 }
 
@@ -315,6 +327,8 @@ export interface AttemptWrite {
     status: DeliveryStatus
     next_attempt_at: Date | null
     successful_at: Date | null
+    /** Its ordering key (FIFO destinations): once finished, the next delivery of the key is made due. */
+    order_key?: string | null
   }
 }
 

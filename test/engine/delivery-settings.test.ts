@@ -55,6 +55,12 @@ for (const kind of engineKinds()) {
       ['a rate limit above 10,000 per second', { rate_limit: { per_second: 10_001 } }, 'delivery.rate_limit.per_second'],
       ['a burst of 0', { rate_limit: { per_second: 5, burst: 0 } }, 'delivery.rate_limit.burst'],
       ['a fractional burst', { rate_limit: { per_second: 5, burst: 1.5 } }, 'delivery.rate_limit.burst'],
+      ['an ordering other than fifo', { ordering: 'lifo' }, 'delivery.ordering'],
+      ['an ordering_key outside the event', { ordering: 'fifo', ordering_key: 'payload.id' }, 'delivery.ordering_key'],
+      ['an ordering_key with an empty segment', { ordering: 'fifo', ordering_key: 'data..id' }, 'delivery.ordering_key'],
+      ['an ordering_key without ordering', { ordering_key: 'data.id' }, 'delivery.ordering_key'],
+      ['on_exhausted without ordering', { on_exhausted: 'block' }, 'delivery.on_exhausted'],
+      ['an unknown on_exhausted', { ordering: 'fifo', on_exhausted: 'drop' }, 'delivery.on_exhausted'],
       ['an array', [], 'delivery'],
       ['a string', 'fast', 'delivery'],
     ]
@@ -93,6 +99,13 @@ for (const kind of engineKinds()) {
       expect(d.delivery).toEqual({ rate_limit: { per_second: 50 } })
       expect((await outflow.updateDestination(T, d.id, { delivery: { rate_limit: { burst: 10 } } })).delivery).toEqual({ rate_limit: { per_second: 50, burst: 10 } })
       expect((await outflow.updateDestination(T, d.id, { delivery: { rate_limit: null, max_attempts: 2 } })).delivery).toEqual({ max_attempts: 2 })
+    })
+
+    it('stores FIFO ordering with its key and exhaustion rule', async () => {
+      const delivery = { ordering: 'fifo', ordering_key: 'metadata.account', on_exhausted: 'block' }
+      const d = await outflow.createDestination(T, { ...hook, delivery })
+      expect(d.delivery).toEqual(delivery)
+      expect((await outflow.updateDestination(T, d.id, { delivery: { on_exhausted: null } })).delivery).toEqual({ ordering: 'fifo', ordering_key: 'metadata.account' })
     })
 
     it('keeps delivery when an update does not mention it', async () => {

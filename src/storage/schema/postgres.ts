@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, boolean, doublePrecision, index, integer, jsonb, pgSequence, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
 
@@ -81,6 +81,11 @@ export const deliveries = pgTable(
     skipped_at: ts('skipped_at'),
     // The replay job that handed this delivery to the worker, until the job counted its attempt.
     replay_job: text('replay_job'),
+    // FIFO destinations: the event's ordering key, its place in publish order, and 'waiting' while a delivery
+    // published before it with the same key is unfinished (it is not due until then).
+    order_key: text('order_key'),
+    order_seq: bigint('order_seq', { mode: 'number' }),
+    order_state: text('order_state'),
   },
   (t) => [
     uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
@@ -91,6 +96,8 @@ export const deliveries = pgTable(
     index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0 or skipped_at is not null`),
     index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0 or skipped_at is not null`),
     index('deliveries_replay_idx').on(t.replay_job).where(sql`replay_job is not null`),
+    index('deliveries_order_idx').on(t.tenant_id, t.destination_id, t.order_key, t.order_seq).where(sql`status = 'pending' and order_key is not null`),
+    index('deliveries_waiting_idx').on(t.order_seq).where(sql`order_state = 'waiting'`),
   ],
 )
 
@@ -164,3 +171,6 @@ export const rate_buckets = pgTable(
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.destination_id] })],
 )
+
+/** Publish order of deliveries to FIFO destinations (see deliveries.order_seq). */
+export const delivery_order_seq = pgSequence('delivery_order_seq')

@@ -82,6 +82,11 @@ export const deliveries = sqliteTable(
     skipped_at: ts('skipped_at'),
     // The replay job that handed this delivery to the worker, until the job counted its attempt.
     replay_job: text('replay_job'),
+    // FIFO destinations: the event's ordering key, its place in publish order, and 'waiting' while a delivery
+    // published before it with the same key is unfinished (it is not due until then).
+    order_key: text('order_key'),
+    order_seq: integer('order_seq'),
+    order_state: text('order_state'),
   },
   (t) => [
     uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
@@ -90,6 +95,8 @@ export const deliveries = sqliteTable(
     index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0 or skipped_at is not null`),
     index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0 or skipped_at is not null`),
     index('deliveries_replay_idx').on(t.replay_job).where(sql`replay_job is not null`),
+    index('deliveries_order_idx').on(t.tenant_id, t.destination_id, t.order_key, t.order_seq).where(sql`status = 'pending' and order_key is not null`),
+    index('deliveries_waiting_idx').on(t.order_seq).where(sql`order_state = 'waiting'`),
   ],
 )
 
