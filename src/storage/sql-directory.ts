@@ -213,7 +213,8 @@ export async function setDestinationDisabled(
           deliveriesInIdOrder(
             ctx,
             db,
-            and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)),
+            // Not the deliveries of a FIFO destination waiting for their turn: the one before them lets them go.
+            and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at), isNull(deliveries.order_state)),
           ),
         )
     }

@@ -21,6 +21,8 @@ for (const kind of engineKinds()) {
     const receipts: Receipt[] = []
     /** Event ids the sink refuses (500) until they are taken out. */
     const poisoned = new Set<string>()
+    let releaseHeld: () => void = () => {}
+    const held = new Promise<void>((resolve) => (releaseHeld = resolve))
     const T = 'fifo'
     beforeAll(async () => {
       receiver = await startReceiver((r) => {
@@ -29,12 +31,14 @@ for (const kind of engineKinds()) {
         // Every fifth event (by n) fails its first attempt: retries must hold the key back.
         const ok = !poisoned.has(id) && !(data.n % 5 === 2 && !receipts.some((x) => x.id === id && x.path === r.path))
         receipts.push({ path: r.path, id, key: data.key, n: data.n, ok })
+        if (r.path === '/held' && data.n === 4000) return { until: held }
         return ok ? {} : { status: 500 }
       })
       outflow = await kind.create({ delivery: { pollIntervalMs: 50, concurrency: 50, perDestinationConcurrency: 20 } })
       await outflow.upsertTenant(T, {})
     })
     afterAll(async () => {
+      releaseHeld()
       await kind.cleanup()
       await receiver.close()
     })
@@ -88,6 +92,21 @@ for (const kind of engineKinds()) {
       await outflow.retryDelivery(T, d.id, first!.id)
       await waitFor(() => at('/block').some((r) => r.id === second!.id), 10_000, 'the second event')
       expect(at('/block').map((r) => [r.n, r.ok])).toEqual([[2000, false], [2000, false], [2000, true], [2001, true]])
+    })
+
+    it('keeps the order when the destination is disabled and enabled again mid-sequence', async () => {
+      const d = await fifo('/held', 'h', { timeout_ms: 30_000 })
+      // The first event is in flight (the sink holds it); the other nineteen wait behind it.
+      await outflow.publishMany(Array.from({ length: 20 }, (_, i) => ({ tenant_id: T, topic: 'h', data: { key: 'k', n: 4000 + i } })))
+      await waitFor(() => at('/held').length === 1, 10_000, 'the first attempt')
+      await outflow.disableDestination(T, d.id)
+      releaseHeld()
+      // Its success lets the second go, which finds the destination disabled and is parked.
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id })).models.some((e) => e.skipped_at), 10_000, 'the second event parked')
+      await outflow.enableDestination(T, d.id)
+      await waitFor(() => new Set(at('/held').filter((r) => r.ok).map((r) => r.n)).size === 20, 15_000, 'every event')
+      const attempts = at('/held').map((r) => r.n)
+      expect(attempts).toEqual([...attempts].sort((x, y) => x - y))
     })
 
     it('orders the whole destination as one sequence without an ordering_key', async () => {
