@@ -1,4 +1,4 @@
-CREATE SEQUENCE "public"."delivery_order_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START WITH 1 CACHE 1;--> statement-breakpoint
+CREATE SEQUENCE IF NOT EXISTS "delivery_order_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START WITH 1 CACHE 1;--> statement-breakpoint
 ALTER TABLE "deliveries" ADD COLUMN "order_key" text;--> statement-breakpoint
 ALTER TABLE "deliveries" ADD COLUMN "order_seq" bigint;--> statement-breakpoint
 ALTER TABLE "deliveries" ADD COLUMN "order_state" text;--> statement-breakpoint

@@ -24,7 +24,7 @@ export async function promoteHeads(ctx: SqlContext, db: Db, keys: OrderKey[], no
     const id = `${k.tenant_id}\u0000${k.destination_id}\u0000${k.order_key}`
     if (seen.has(id)) continue
     seen.add(id)
-    const head = sql`(select h.id from deliveries h where h.tenant_id = ${k.tenant_id} and h.destination_id = ${k.destination_id}
+    const head = sql`(select h.id from ${d} h where h.tenant_id = ${k.tenant_id} and h.destination_id = ${k.destination_id}
       and h.order_key = ${k.order_key} and h.status = 'pending' order by h.order_seq limit 1)`
     const rows = await db
       .update(d)
@@ -51,8 +51,8 @@ export async function promoteWaiting(ctx: SqlContext, now: Date, limit = 1000): 
       .update(d)
       .set({ order_state: null, next_attempt_at: now })
       .where(
-        sql`${d.id} in (select w.id from deliveries w where w.order_state = 'waiting' and not exists (
-          select 1 from deliveries p where p.tenant_id = w.tenant_id and p.destination_id = w.destination_id
+        sql`${d.id} in (select w.id from ${d} w where w.order_state = 'waiting' and not exists (
+          select 1 from ${d} p where p.tenant_id = w.tenant_id and p.destination_id = w.destination_id
             and p.order_key = w.order_key and p.status = 'pending' and p.order_seq < w.order_seq)${order} limit ${limit}${lock})`,
       )
       .returning({ id: d.id })

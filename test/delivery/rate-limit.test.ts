@@ -34,7 +34,7 @@ for (const kind of engineKinds()) {
     })
 
     it('attempts a limited destination only with a token from its bucket, waiting when it is empty', async () => {
-      const limited = await outflow.createDestination(T, { type: 'webhook', topics: ['a'], config: { url: `${receiver.url}/limited` }, delivery: { rate_limit: { per_second: 40, burst: 2 } } })
+      const limited = await outflow.createDestination(T, { type: 'webhook', topics: ['a'], config: { url: `${receiver.url}/limited` }, delivery: { rate_limit: { per_second: 5, burst: 2 } } })
       const free = await outflow.createDestination(T, { type: 'webhook', topics: ['a'], config: { url: `${receiver.url}/free` } })
       await outflow.publishMany(Array.from({ length: 12 }, (_, i) => ({ tenant_id: T, topic: 'a', data: { i } })))
       await waitFor(() => receiver.on('/limited').length === 12 && receiver.on('/free').length === 12, 15_000, 'every delivery')
