@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Outflow } from '../../src/engine.js'
-import { engineKinds } from '../support/engines.js'
+import { createOutflow } from '../../src/create-outflow.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { apiKey, encryptionKey, engineKinds, jwtSecret } from '../support/engines.js'
+import { createTestDatabase, postgresAvailable } from '../support/services.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 
 /** A receipt at the sink: the event's key and place in publish order, and whether the sink said 200. */
@@ -118,3 +121,23 @@ for (const kind of engineKinds()) {
     })
   })
 }
+
+describe.runIf(postgresAvailable)('ordered delivery with Outflow in a Postgres schema of its own', () => {
+  it('takes publish order from the sequence in that schema', async () => {
+    const db = await createTestDatabase()
+    const received: number[] = []
+    const receiver = await startReceiver((r) => (received.push((JSON.parse(r.body) as { n: number }).n), {}))
+    const outflow = await createOutflow({ storage: postgres({ url: db.url, schema: 'fifo_s' }), apiKey, jwtSecret, encryptionKey, allowPrivateNetworks: true, delivery: { pollIntervalMs: 50 } })
+    try {
+      await outflow.upsertTenant('t', {})
+      await outflow.createDestination('t', { type: 'webhook', topics: ['*'], config: { url: `${receiver.url}/s` }, delivery: { ordering: 'fifo' } })
+      await outflow.publishMany(Array.from({ length: 10 }, (_, n) => ({ tenant_id: 't', topic: 'a', data: { n } })))
+      await waitFor(() => received.length === 10, 10_000, 'every event')
+      expect(received).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    } finally {
+      await outflow.close()
+      await receiver.close()
+      await db.drop()
+    }
+  })
+})
