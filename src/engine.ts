@@ -4,9 +4,11 @@ import { CredentialsError } from './credentials.js'
 import type { DeliveryReporter, OutflowEvents } from './delivery/events.js'
 import { EventWriter } from './delivery/event-writer.js'
 import { DeliveryWorker } from './delivery/worker.js'
+import { ReplayRunner } from './delivery/replay-runner.js'
 import type { EngineContext } from './engine/context.js'
 import { credentialKeys } from './engine/credential-keys.js'
 import * as destinations from './engine/destinations.js'
+import * as replays from './engine/replays.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
@@ -19,6 +21,8 @@ import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
+import { parseInput } from './model/common.js'
+import { EnableQuerySchema, type EnableQuery, type Recovery, type ReplayJob } from './model/replay.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
 import type { HealthReport } from './model/health.js'
 import type { OperatorEvent } from './model/operator-event.js'
@@ -65,6 +69,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
+  readonly #replays: ReplayRunner
   readonly #operatorSink: OperatorSink
   readonly #pruner: Pruner | undefined
   /** Wakes the worker after a host's SQLite transaction with new deliveries committed (publishSync). */
@@ -101,6 +106,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     const { credentialKeys: keys, now } = this.#ctx
     this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
+    this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake() })
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
     this.#commits = new CommitWatcher(() => this.#worker.wake(), options.delivery.pollIntervalMs)
     this.#targetReads = new TargetReads((tenantIds) => storage.publishTargets(tenantIds))
@@ -149,7 +155,10 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   /** Set up the operator sink and start the delivery worker (createOutflow does this; the worker unless `delivery.worker` is false). */
   async start(): Promise<void> {
     await ensureOperatorSink(this.#ctx)
-    if (this.options.delivery.worker) this.#worker.start()
+    if (this.options.delivery.worker) {
+      this.#worker.start()
+      this.#replays.start()
+    }
     this.#pruner?.start()
     this.#stopObservingQueue ??= this.telemetry.observeQueue(async () => {
       const now = this.#ctx.now()
@@ -224,11 +233,48 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   deleteDestination(tenantId: string, destinationId: string): Promise<{ success: true }> {
     return destinations.deleteDestination(this.#ctx, tenantId, destinationId)
   }
-  enableDestination(tenantId: string, destinationId: string): Promise<Destination> {
-    return destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, false)
+  /**
+   * Enable a destination. When it has skipped deliveries the answer's `recovery` says how to replay them;
+   * `{ replay: 'skipped' }` also starts that replay (its job in `recovery.replay_job`).
+   *
+   * @example
+   * const { recovery } = await outflow.enableDestination('acme', 'des_1', { replay: 'skipped' })
+   */
+  async enableDestination(tenantId: string, destinationId: string, query: EnableQuery = {}): Promise<Destination & { recovery?: Recovery }> {
+    const { replay } = parseInput(EnableQuerySchema, query, { code: 'bad_request' })
+    const destination: Destination & { recovery?: Recovery } = await destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, false)
+    const recovery = await replays.recoveryAfterEnable(this.#ctx, tenantId, destinationId, replay === 'skipped')
+    if (recovery) destination.recovery = recovery
+    return destination
   }
   disableDestination(tenantId: string, destinationId: string): Promise<Destination> {
     return destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, true)
+  }
+  /**
+   * Send a destination's past deliveries again — `failed` ones by default, or `success`, `skipped`, `all` —
+   * of events with `since` ≤ time ≤ `until`, as a durable job that any instance's worker runs (202).
+   *
+   * @example
+   * const job = await outflow.replayDestination('acme', 'des_1', { since: '2026-11-01T00:00:00Z', status: 'skipped' })
+   */
+  async replayDestination(tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
+    const job = await replays.replayDestination(this.#ctx, tenantId, destinationId, body)
+    this.#replays.wake()
+    return job
+  }
+  /** `replayDestination` for several destinations of a tenant (`destination_id`, default every enabled one): one job each. */
+  async replayTenant(tenantId: string, body: unknown): Promise<ReplayJob[]> {
+    const jobs = await replays.replayTenant(this.#ctx, tenantId, body)
+    this.#replays.wake()
+    return jobs
+  }
+  /** A replay job's progress. */
+  getReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
+    return replays.getReplay(this.#ctx, tenantId, destinationId, jobId)
+  }
+  /** Cancel a replay job; what it already handed to the worker (one batch at most) is still attempted. */
+  cancelReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
+    return replays.cancelReplay(this.#ctx, tenantId, destinationId, jobId)
   }
   async listDestinationTypes(): Promise<DestinationTypeSchema[]> {
     return destinations.listDestinationTypes()
@@ -377,6 +423,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
     await this.#pruner?.close()
+    await this.#replays.close()
     await this.#worker.close()
     // Operator events raised by the last results are committed too (delivered after a restart).
     await this.#writer.drain()

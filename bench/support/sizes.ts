@@ -28,6 +28,8 @@ export interface Sizes {
   metricsRequests: number
   /** Old delivered events the pruning rows start with (each with its delivery and attempt). */
   pruneEvents: number
+  /** Delivered events the replay row sends again while it measures live latency. */
+  replayEvents: number
   /** Pending deliveries of the RSS row, and how long the engine is sampled with them. */
   backlog: number
   backlogSampleMs: number
@@ -68,6 +70,7 @@ export function sizesFor(quick: boolean): Sizes {
       metricsDays: 30,
       metricsRequests: 100,
       pruneEvents: 50_000,
+      replayEvents: 20_000,
       backlog: 20_000,
       backlogSampleMs: 3_000,
       idleSampleMs: 1_500,
@@ -92,6 +95,7 @@ export function sizesFor(quick: boolean): Sizes {
     metricsDays: 30,
     metricsRequests: 500,
     pruneEvents: 1_000_000,
+    replayEvents: 100_000,
     backlog: 200_000,
     backlogSampleMs: 15_000,
     idleSampleMs: 5_000,

@@ -252,6 +252,23 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
   })
 
   rows.push({
+    metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events) while a replay of ${int.format(sizes.replayEvents)} events runs`,
+    sqlite: pairOf(outcomes, 'latency-replay:sqlite', 'p50', 'p99'),
+    postgres: pairOf(outcomes, 'latency-replay:postgres', 'p50', 'p99'),
+    anchor: `without a replay (latency row): ${perDb((db) => {
+      const p = pairOf(outcomes, `latency:${db}`, 'p50', 'p99')
+      return p.endsWith('ms') ? p : undefined
+    })}`,
+    ratio: '—',
+    target: 'p99 < 20 ms',
+    met: perDb((db) => {
+      const p99 = value(outcomes, `latency-replay:${db}`, 'p99')
+      const lost = value(outcomes, `latency-replay:${db}`, 'lost') ?? 0
+      return p99 === undefined ? undefined : mark(p99 < 20 && lost === 0)
+    }),
+  })
+
+  rows.push({
     metric: `peak RSS of the engine process, ${int.format(sizes.backlog)} pending deliveries, slow sink`,
     sqlite: cellOf(outcomes, 'backlog:sqlite', 'peakRss', mib),
     postgres: cellOf(outcomes, 'backlog:postgres', 'peakRss', mib),

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import type { DeliverySettings } from '../model/delivery-settings.js'
 
 const SECOND = 1000
 const MINUTE = 60 * SECOND
@@ -65,4 +66,20 @@ export function nextAttemptDelay(options: RetryOptions, attemptsMade: number, ra
   const jitter = options.jitter ?? DEFAULT_JITTER
   // random() in [0, 1) maps to a factor in [1 - jitter, 1 + jitter).
   return Math.max(0, Math.round(delay * (1 + jitter * (2 * random() - 1))))
+}
+
+/**
+ * The retry policy of one destination: its own `delivery` settings over the engine's. A schedule of its own
+ * replaces the engine's (list or exponential), `max_attempts` caps either one.
+ *
+ * @example
+ * retryPolicy({ schedule: [1000] }, { max_attempts: 3 }) // { schedule: [1000], maxAttempts: 3 }
+ */
+export function retryPolicy(engine: RetryOptions, settings: DeliverySettings | null | undefined): RetryOptions {
+  if (!settings) return engine
+  const { schedule, max_attempts: maxAttempts } = settings
+  let policy: RetryOptions = engine
+  if (Array.isArray(schedule)) policy = { schedule, jitter: engine.jitter }
+  else if (schedule) policy = { base: schedule.base, factor: schedule.factor, jitter: schedule.jitter ?? engine.jitter }
+  return maxAttempts === undefined ? policy : { ...policy, maxAttempts }
 }

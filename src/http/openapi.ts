@@ -1,6 +1,8 @@
 import { type ConversionConfig, type JsonSchema, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema'
 import type * as v from 'valibot'
 import { bodyShape, DateTimeSchema, JsonObjectCheck, ObjectCheck, objectOfItemsOf, RepeatedStringSchema } from '../model/common.js'
+import { DeliverySettingsPatchSchema, DeliverySettingsSchema } from '../model/delivery-settings.js'
+import { RecoverySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema } from '../model/replay.js'
 import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } from '../model/destination.js'
 import { DestinationTypeInfoSchema, FieldSpecSchema } from '../model/destination-type.js'
 import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
@@ -33,6 +35,8 @@ const namedSchemas = {
   // Replaced by one variant per destination type (openapi-destinations.ts); named here so every use is a $ref.
   CreateDestination: bodyShape(CreateDestinationSchema),
   UpdateDestination: bodyShape(UpdateDestinationSchema),
+  DeliverySettings: DeliverySettingsSchema,
+  DeliverySettingsPatch: DeliverySettingsPatchSchema,
   DestinationTypeSchema: DestinationTypeInfoSchema,
   DestinationTypeField: FieldSpecSchema,
   Event: EventSchema,
@@ -40,6 +44,10 @@ const namedSchemas = {
   DeliveryAttempt: DeliveryAttemptSchema,
   Publish: bodyShape(PublishSchema),
   PublishResult: PublishResultSchema,
+  Replay: bodyShape(ReplaySchema),
+  TenantReplay: bodyShape(TenantReplaySchema),
+  ReplayJob: ReplayJobSchema,
+  Recovery: RecoverySchema,
   MetricsResponse: MetricsResponseSchema,
   MetricsDataPoint: MetricsDataPointSchema,
   MetricsMetadata: MetricsMetadataSchema,
@@ -175,6 +183,7 @@ const tagDescriptions: Record<RouteSpec['tag'], string> = {
   Events: 'Published events, their delivery to each destination and every attempt, and manual retries.',
   Metrics: 'Aggregated event and attempt counts and rates over time, as Outpost\'s metrics API serves them. A tenant token sees its own tenant.',
   Service: 'Publishing events, health checks and this document.',
+  Replays: 'Sending a destination\'s past deliveries again (failed, successful or skipped ones of a time range) as durable jobs, and their progress.',
 }
 
 function operation(route: RouteSpec): JsonObject {

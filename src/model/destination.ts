@@ -1,5 +1,6 @@
 import * as v from 'valibot'
 import { DestinationTypeNameSchema } from './destination-type.js'
+import { DeliverySettingsPatchSchema, DeliverySettingsSchema } from './delivery-settings.js'
 import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, objectOf, RepeatedStringSchema, storableText, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
@@ -58,6 +59,7 @@ export const CreateDestinationSchema = objectBody(v.strictObject(
     filter: v.optional(v.nullable(JsonObjectSchema)),
     delivery_metadata: v.optional(v.nullable(StringMapSchema)),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
+    delivery: v.optional(v.nullable(DeliverySettingsSchema)),
   },
   'unexpected field',
 ))
@@ -74,6 +76,7 @@ export const UpdateDestinationSchema = objectBody(v.strictObject(
       v.nullable(objectOf(v.nullable(v.pipe(v.string('values must be strings or null'), storableText())), 'must be an object of strings or null')),
     ),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
+    delivery: v.optional(v.nullable(DeliverySettingsPatchSchema)),
   },
   'unexpected field',
 ))
@@ -92,6 +95,8 @@ export const DestinationSchema = v.object({
   filter: v.optional(v.nullable(JsonObjectSchema)),
   delivery_metadata: v.optional(v.nullable(StringMapSchema)),
   metadata: v.optional(v.nullable(JsonObjectSchema)),
+  /** The destination's own delivery policy (not in the spec: an addition); absent when it follows the engine's. */
+  delivery: v.optional(DeliverySettingsSchema),
   target: v.optional(v.string()),
   target_url: v.optional(v.string()),
 })

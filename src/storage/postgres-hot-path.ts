@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm'
+import { getTableConfig } from 'drizzle-orm/pg-core'
 import type { Db, HotPath, Tables } from './sql-context.js'
 import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
@@ -17,6 +18,9 @@ export function postgresHotPath(tables: Tables): HotPath {
 }
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
+
+/** The sequence of FIFO publish order, in the schema of Outflow's tables (whatever the session's search_path). */
+const orderSequence = (t: Tables) => `"${getTableConfig(t.deliveries).schema ?? 'public'}".delivery_order_seq`
 const col = (values: (string | null)[], type: string) => sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`
 const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 
@@ -85,24 +89,29 @@ export async function insertEventRows(
       where (d.tenant_id, d.id) in (select * from ${unnest(col(rows.map((r) => r.e.tenant_id), 'text'), col(rows.map((r) => r.d.destination_id), 'text'))})
       for key share of d
     ), dl as (
-      insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, attempt_count, manual)
-      select d.*, 'pending', 0, false from ${unnest(
+      insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key,
+        attempt_count, manual, order_seq, order_state)
+      select d.*, 0, false, case when d.order_key is null then null else nextval(${orderSequence(t)}) end,
+        case when d.order_key is null then null else 'waiting' end from ${unnest(
         col(rows.map((r) => r.d.id), 'text'),
         col(rows.map((r) => r.e.tenant_id), 'text'),
         col(rows.map((r) => r.e.id), 'text'),
         col(rows.map((r) => r.d.destination_id), 'text'),
         col(rows.map((r) => r.e.topic), 'text'),
         col(rows.map((r) => iso(r.e.time)), 'timestamptz'),
-        col(rows.map((r) => iso(r.d.next_attempt_at)), 'timestamptz'),
+        col(rows.map((r) => (r.d.skipped || r.d.order_key !== undefined ? null : iso(r.d.next_attempt_at))), 'timestamptz'),
         col(rows.map((r) => r.d.lease_owner ?? null), 'text'),
         col(rows.map((r) => iso(r.d.lease_until)), 'timestamptz'),
-      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until)
+        col(rows.map((r) => (r.d.skipped ? 'skipped' : 'pending')), 'text'),
+        col(rows.map((r) => (r.d.skipped ? iso(r.e.created_at) : null)), 'timestamptz'),
+        col(rows.map((r) => (r.d.skipped ? null : (r.d.order_key ?? null))), 'text'),
+      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key)
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
-      returning tenant_id, event_id, destination_id
+      returning tenant_id, event_id, destination_id, status
     )${notify === undefined ? sql`` : sql`, wake as (select pg_notify(${notify}, '') from (select 1) one where exists (select 1 from dl))`}
     select 'event' as kind, tenant_id, id as ref, null as destination_id from ev
-    union all select 'delivery', tenant_id, event_id, destination_id from dl
+    union all select 'delivery', tenant_id, event_id, destination_id from dl where status <> 'skipped'
     union all select 'orphaned', tenant_id, grp, null from orphaned${notify === undefined ? sql`` : sql`
     union all select 'wake', null, null, null from wake`}${guard ? sql`
     union all select 'refused', null, null, null where not (${guard})` : sql``}`)) as [kind: string, tenant_id: string, ref: string, destination_id: string | null][]
@@ -124,7 +133,7 @@ export async function insertEventRows(
   for (const [index, r] of results.entries()) {
     if (!r.duplicate) continue
     const { tenant_id, id } = items[index]!.event
-    const existing = await rowsOf(sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id}`)
+    const existing = await rowsOf(sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id} and status <> 'skipped'`)
     r.destination_ids = existing.map(([destinationId]) => destinationId as string)
   }
   return results
@@ -153,7 +162,8 @@ async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise
         lease_owner = null,
         lease_until = null,
         last_attempt_at = v.delivered_at,
-        successful_at = coalesce(${d.successful_at}, v.successful_at)
+        successful_at = coalesce(${d.successful_at}, v.successful_at),
+        skipped_at = null
       from ${unnest(
         col(writes.map((w) => w.delivery.id), 'text'),
         col(writes.map((w) => w.delivery.status), 'text'),

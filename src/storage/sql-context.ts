@@ -74,3 +74,12 @@ export function deliveriesInIdOrder(ctx: SqlContext, db: Db, where: SQL | undefi
   if (ctx.dialect !== 'postgres') return where
   return inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(where).orderBy(deliveries.id).for('update'))
 }
+
+/**
+ * The pairs the event log shows: attempted at least once, or skipped (its destination was disabled). The
+ * same condition as the deliveries' partial indexes (schema/*.ts), so listings read them.
+ */
+export function listedDelivery(ctx: SqlContext): SQL {
+  const { deliveries: d } = ctx.tables
+  return sql`(${d.attempt_count} > 0 or ${d.skipped_at} is not null)`
+}

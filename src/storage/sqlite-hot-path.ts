@@ -39,7 +39,7 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const updateDelivery = client.prepare(
     `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
        next_attempt_at = case when status = 'cancelled' then null else ? end, lease_owner = null,
-       lease_until = null, last_attempt_at = ?, successful_at = coalesce(successful_at, ?)
+       lease_until = null, last_attempt_at = ?, successful_at = coalesce(successful_at, ?), skipped_at = null
      where id = ?`,
   )
 
@@ -97,10 +97,18 @@ export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewE
      values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
   )
   const insertDelivery = client.prepare(
-    `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until)
-     values (?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?)`,
+    `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until, skipped_at)
+     values (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)`,
   )
-  const existingDestinations = client.prepare(`select destination_id from deliveries where tenant_id = ? and event_id = ?`).pluck()
+  // FIFO destinations: inserted waiting, after every unfinished delivery of the key. The place is taken from the
+  // rows themselves (one writer at a time, whichever connection: the engine's or a host's in publishSync).
+  const insertOrdered = client.prepare(
+    `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, order_key, order_state, order_seq)
+     values (@id, @tenant_id, @event_id, @destination_id, @topic, @event_time, 'pending', 0, 0, @key, 'waiting',
+       (select coalesce(max(order_seq), 0) + 1 from deliveries where tenant_id = @tenant_id and destination_id = @destination_id
+          and order_key = @key and status = 'pending'))`,
+  )
+  const existingDestinations = client.prepare(`select destination_id from deliveries where tenant_id = ? and event_id = ? and status <> 'skipped'`).pluck()
   const tenantExists = client.prepare(`select 1 from tenants where id = ?`).pluck()
   const destinationExists = client.prepare(`select 1 from destinations where tenant_id = ? and id = ?`).pluck()
   return (items) => {
@@ -116,7 +124,14 @@ export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewE
       const destinationIds: string[] = []
       for (const d of deliveries) {
         if (!destinationExists.get(e.tenant_id, d.destination_id)) continue
-        insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), ms(d.next_attempt_at), d.lease_owner ?? null, ms(d.lease_until))
+        if (d.skipped) {
+          insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), 'skipped', null, null, null, ms(e.created_at))
+          continue
+        }
+        if (d.order_key !== undefined) {
+          // Waiting, not due: the insert's caller makes it due when nothing of its key precedes it.
+          insertOrdered.run({ id: d.id, tenant_id: e.tenant_id, event_id: e.id, destination_id: d.destination_id, topic: e.topic, event_time: ms(e.time), key: d.order_key })
+        } else insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), 'pending', ms(d.next_attempt_at), d.lease_owner ?? null, ms(d.lease_until), null)
         destinationIds.push(d.destination_id)
       }
       return { duplicate: false, destination_ids: destinationIds }

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs'
 import type BetterSqlite3 from 'better-sqlite3'
 import { OutflowError } from '../errors.js'
 import type { JsonObject } from '../model/common.js'
+import type { DeliverySettings } from '../model/delivery-settings.js'
 import { sqliteEventInserts } from './sqlite-hot-path.js'
 import type { HostConnection, PublishTarget } from './storage.js'
 
@@ -38,7 +39,7 @@ function prepare(client: BetterSqlite3.Database): HostConnection {
   // A tenant with each of its destinations (or once with nulls), oldest destination first, as Storage.publishTargets.
   const targets = client
     .prepare(
-      `select t.id, d.id, d.topics, d.filter, d.disabled_at from tenants t left join destinations d on d.tenant_id = t.id
+      `select t.id, d.id, d.topics, d.filter, d.disabled_at, d.delivery from tenants t left join destinations d on d.tenant_id = t.id
        where t.id = ? order by d.created_at, d.id`,
     )
     .raw()
@@ -50,17 +51,18 @@ function prepare(client: BetterSqlite3.Database): HostConnection {
     publishTargets(tenantIds) {
       const result = new Map<string, PublishTarget[]>()
       for (const tenantId of new Set(tenantIds)) {
-        const rows = targets.all(tenantId) as [string, string | null, string | null, string | null, number | null][]
+        const rows = targets.all(tenantId) as [string, string | null, string | null, string | null, number | null, string | null][]
         if (rows.length === 0) continue
         result.set(
           tenantId,
           rows
             .filter((r) => r[1] !== null)
-            .map(([, id, topics, filter, disabledAt]) => ({
+            .map(([, id, topics, filter, disabledAt, delivery]) => ({
               id: id!,
               topics: JSON.parse(topics!) as string[],
               filter: filter === null ? null : (JSON.parse(filter) as JsonObject | null),
               disabled_at: disabledAt === null ? null : new Date(disabledAt),
+              delivery: delivery === null ? null : (JSON.parse(delivery) as DeliverySettings | null),
             })),
         )
       }
