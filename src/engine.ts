@@ -4,12 +4,15 @@ import { CredentialsError } from './credentials.js'
 import type { DeliveryReporter, OutflowEvents } from './delivery/events.js'
 import { EventWriter } from './delivery/event-writer.js'
 import { DeliveryWorker } from './delivery/worker.js'
+import { ReplayRunner } from './delivery/replay-runner.js'
 import type { EngineContext } from './engine/context.js'
 import { credentialKeys } from './engine/credential-keys.js'
 import * as destinations from './engine/destinations.js'
+import * as replays from './engine/replays.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
+import { CommitWatcher, publishInTransaction, publishThroughConnection, TargetReads } from './engine/publish-in-transaction.js'
 import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
 import * as metrics from './engine/metrics.js'
@@ -18,6 +21,8 @@ import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
+import { parseInput } from './model/common.js'
+import { EnableQuerySchema, type EnableQuery, type Recovery, type ReplayJob } from './model/replay.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
 import type { HealthReport } from './model/health.js'
 import type { OperatorEvent } from './model/operator-event.js'
@@ -34,6 +39,16 @@ export type { PruneResult } from './engine/pruner.js'
 
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
 export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
+
+/** Options of `publish` and `publishMany`. */
+export interface PublishOptions {
+  /**
+   * Postgres: your open transaction, in which the event is written (delivered once it commits, never if
+   * it rolls back): the `tx` of postgres.js `sql.begin(async (tx) => …)`, or of drizzle's
+   * `db.transaction(async (tx) => …)` over postgres.js, on the database (and server) of Outflow's storage.
+   */
+  tx?: object
+}
 
 /** What `createOutflow` hands the engine besides storage and options. */
 export interface EngineServices {
@@ -54,8 +69,13 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #ctx: EngineContext
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
+  readonly #replays: ReplayRunner
   readonly #operatorSink: OperatorSink
   readonly #pruner: Pruner | undefined
+  /** Wakes the worker after a host's SQLite transaction with new deliveries committed (publishSync). */
+  readonly #commits: CommitWatcher
+  /** Publish targets read once for the publishes inside host transactions of one event-loop turn. */
+  readonly #targetReads: TargetReads
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
@@ -86,10 +106,21 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     const { credentialKeys: keys, now } = this.#ctx
     this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
+    this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake() })
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
+    this.#commits = new CommitWatcher(() => this.#worker.wake(), options.delivery.pollIntervalMs)
+    this.#targetReads = new TargetReads((tenantIds) => storage.publishTargets(tenantIds))
     const { retention } = options
     if (retention)
-      this.#pruner = new Pruner(storage, { windowMs: retention.events, batchSize: retention.batchSize, intervalMs: retention.intervalMs, logger: options.logger, now })
+      this.#pruner = new Pruner(storage, {
+        windowMs: retention.events,
+        batchSize: retention.batchSize,
+        intervalMs: retention.intervalMs,
+        // Live work: deliveries in flight, or a publish in the last second.
+        busy: () => this.#worker.inFlight > 0 || performance.now() - this.#writer.lastWriteAt < 1000,
+        logger: options.logger,
+        now,
+      })
   }
 
   /** Turns what delivery reports (storage records) into API shapes and host events. */
@@ -124,7 +155,10 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   /** Set up the operator sink and start the delivery worker (createOutflow does this; the worker unless `delivery.worker` is false). */
   async start(): Promise<void> {
     await ensureOperatorSink(this.#ctx)
-    if (this.options.delivery.worker) this.#worker.start()
+    if (this.options.delivery.worker) {
+      this.#worker.start()
+      this.#replays.start()
+    }
     this.#pruner?.start()
     this.#stopObservingQueue ??= this.telemetry.observeQueue(async () => {
       const now = this.#ctx.now()
@@ -199,11 +233,48 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   deleteDestination(tenantId: string, destinationId: string): Promise<{ success: true }> {
     return destinations.deleteDestination(this.#ctx, tenantId, destinationId)
   }
-  enableDestination(tenantId: string, destinationId: string): Promise<Destination> {
-    return destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, false)
+  /**
+   * Enable a destination. When it has skipped deliveries the answer's `recovery` says how to replay them;
+   * `{ replay: 'skipped' }` also starts that replay (its job in `recovery.replay_job`).
+   *
+   * @example
+   * const { recovery } = await outflow.enableDestination('acme', 'des_1', { replay: 'skipped' })
+   */
+  async enableDestination(tenantId: string, destinationId: string, query: EnableQuery = {}): Promise<Destination & { recovery?: Recovery }> {
+    const { replay } = parseInput(EnableQuerySchema, query, { code: 'bad_request' })
+    const destination: Destination & { recovery?: Recovery } = await destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, false)
+    const recovery = await replays.recoveryAfterEnable(this.#ctx, tenantId, destinationId, replay === 'skipped')
+    if (recovery) destination.recovery = recovery
+    return destination
   }
   disableDestination(tenantId: string, destinationId: string): Promise<Destination> {
     return destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, true)
+  }
+  /**
+   * Send a destination's past deliveries again — `failed` ones by default, or `success`, `skipped`, `all` —
+   * of events with `since` ≤ time ≤ `until`, as a durable job that any instance's worker runs (202).
+   *
+   * @example
+   * const job = await outflow.replayDestination('acme', 'des_1', { since: '2026-11-01T00:00:00Z', status: 'skipped' })
+   */
+  async replayDestination(tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
+    const job = await replays.replayDestination(this.#ctx, tenantId, destinationId, body)
+    this.#replays.wake()
+    return job
+  }
+  /** `replayDestination` for several destinations of a tenant (`destination_id`, default every enabled one): one job each. */
+  async replayTenant(tenantId: string, body: unknown): Promise<ReplayJob[]> {
+    const jobs = await replays.replayTenant(this.#ctx, tenantId, body)
+    this.#replays.wake()
+    return jobs
+  }
+  /** A replay job's progress. */
+  getReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
+    return replays.getReplay(this.#ctx, tenantId, destinationId, jobId)
+  }
+  /** Cancel a replay job; what it already handed to the worker (one batch at most) is still attempted. */
+  cancelReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
+    return replays.cancelReplay(this.#ctx, tenantId, destinationId, jobId)
   }
   async listDestinationTypes(): Promise<DestinationTypeSchema[]> {
     return destinations.listDestinationTypes()
@@ -213,15 +284,45 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   }
 
   // --- events ---
-  /** Record an event and its deliveries durably, then deliver. Idempotent on (tenant_id, id). */
-  async publish(input: unknown): Promise<PublishResult> {
-    const [result] = await this.publishMany([input], { single: true })
+  /**
+   * Record an event and its deliveries durably, then deliver. Idempotent on (tenant_id, id). With `tx`
+   * (Postgres), the event is written by your own transaction and delivered only once it commits.
+   *
+   * @example
+   * await sql.begin(async (tx) => {
+   *   await tx`insert into orders ${tx(order)}`
+   *   await outflow.publish({ tenant_id: 'acme', topic: 'order.created', data: order }, { tx })
+   * })
+   */
+  async publish(input: unknown, options: PublishOptions = {}): Promise<PublishResult> {
+    const [result] = await this.publishMany([input], { ...options, single: true })
     return result!
   }
-  /** Publish a batch in one transaction. */
-  publishMany(inputs: unknown[], { single = false }: { single?: boolean } = {}): Promise<PublishResult[]> {
+  /** Publish a batch in one transaction (with `tx`: in yours, all or none). */
+  publishMany(inputs: unknown[], { single = false, tx }: PublishOptions & { single?: boolean } = {}): Promise<PublishResult[]> {
     if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
+    if (tx !== undefined) return publishInTransaction(this.#ctx, this.#targetReads, inputs, single, tx)
     return publishEvents(this.#ctx, this.#writer, inputs, single)
+  }
+  /**
+   * SQLite: publish inside your own better-sqlite3 transaction, synchronously (better-sqlite3 transactions
+   * cannot await). `db` is your connection to the engine's database file (a better-sqlite3 Database, or a
+   * drizzle database or transaction over one); the event commits or rolls back with your rows and is
+   * delivered once your transaction commits.
+   *
+   * @example
+   * db.transaction(() => {
+   *   db.prepare('insert into orders (id, total) values (?, ?)').run(order.id, order.total)
+   *   outflow.publishSync({ tenant_id: 'acme', topic: 'order.created', data: order }, { db })
+   * })()
+   */
+  publishSync(input: unknown, options: { db: object }): PublishResult {
+    return this.publishManySync([input], { ...options, single: true })[0]!
+  }
+  /** `publishSync` for a batch: all or none, in your transaction. */
+  publishManySync(inputs: unknown[], { db, single = false }: { db: object; single?: boolean }): PublishResult[] {
+    if (this.#closed) throw new OutflowError('unavailable', 'the Outflow engine is closed')
+    return publishThroughConnection(this.#ctx, inputs, single, db, (host, event) => this.#commits.watch(host, event))
   }
   /** Admin listing of events across tenants. */
   listAdminEvents(query?: ListAdminEventsQuery): Promise<Page<Event>> {
@@ -318,9 +419,11 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     if (this.#closed) return
     this.#closed = true
     this.#stopObservingQueue?.()
+    this.#commits.close()
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
     await this.#pruner?.close()
+    await this.#replays.close()
     await this.#worker.close()
     // Operator events raised by the last results are committed too (delivered after a restart).
     await this.#writer.drain()

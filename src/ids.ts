@@ -24,7 +24,7 @@ function random12(): Buffer {
  * @example
  * newId('evt') // 'evt_01jd3m9y7q00k3v9x2m4p6a8'
  */
-export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk' | 'opv'): string {
+export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk' | 'opv' | 'rpl' | 'rpr'): string {
   const now = Date.now()
   if (now === lastMs) counter++
   else {

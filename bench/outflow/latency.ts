@@ -6,6 +6,10 @@
  * As `latency-prune`, the same measurement runs while the engine's pruner works through
  * `pruneEvents` old delivered events (`retention: { events: '30d' }`, default batches): the pass
  * starts with the engine and must still be running when the last event is published.
+ *
+ * As `latency-replay`, it runs while a replay job re-sends `replayEvents` delivered events of a second
+ * destination (its own sink): the job starts before the warm-up and must still be running when the last
+ * event is published, so every measured publish competed with it.
  */
 import { wallNow } from '../support/clock.js'
 import { runPool } from '../support/load.js'
@@ -17,7 +21,9 @@ import { startSink } from '../support/sink-client.js'
 runScenario(async (ctx) => {
   const { sizes } = ctx
   const pruning = ctx.name === 'latency-prune'
+  const replaying = ctx.name === 'latency-replay'
   const sink = await startSink()
+  const replaySink = replaying ? await startSink() : undefined
   let outflow = await openOutflow(ctx)
   try {
     await addWebhook(outflow, sink.url)
@@ -30,6 +36,15 @@ runScenario(async (ctx) => {
       // The pass began with the engine; prune() joins it.
       void outflow.prune().then((r) => (pass = { done: wallNow(), pruned: r.events }))
     }
+    let replay: { destinationId: string; id: string } | undefined
+    if (replaying) {
+      // A second destination that live events do not match, with a log of delivered events to send again.
+      const { id: destinationId } = await outflow.createDestination(tenantId, { type: 'webhook', topics: ['replay.none'], config: { url: replaySink!.url } })
+      await closeOutflow(outflow)
+      await seedOldEvents(ctx, destinationId, sizes.replayEvents)
+      outflow = await openOutflow(ctx)
+      replay = { destinationId, id: (await outflow.replayDestination(tenantId, destinationId, { since: '2000-01-01T00:00:00Z', status: 'success' })).id }
+    }
     const warmup = Math.min(500, sizes.latencyEvents / 5)
     await runPool(warmup, 10, (i) => outflow.publish({ tenant_id: tenantId, topic, data: { n: -1 - i } }))
     await sink.expect(warmup, deliveryTimeoutMs(warmup))
@@ -41,6 +56,8 @@ runScenario(async (ctx) => {
       fire: (i, t) => outflow.publish({ tenant_id: tenantId, topic, data: { n: i, t } }),
     })
     const lastPublish = measured + ((sizes.latencyEvents / sizes.latencyRate) * 1000)
+    const job = replay ? await outflow.getReplay(tenantId, replay.destinationId, replay.id) : undefined
+    if (job) log(ctx, `replay: ${job.done} of ${job.matched} re-sent by the end of the measurement (${job.status})`)
     log(ctx, `p50 ${latency.p50.toFixed(2)} ms, p99 ${latency.p99.toFixed(2)} ms, max ${latency.max.toFixed(1)} ms, lost ${latency.lost}`)
     const notes = [
       ...(Math.min(latency.publishedPerSec, latency.deliveredPerSec) < 0.95 * sizes.latencyRate
@@ -49,13 +66,18 @@ runScenario(async (ctx) => {
           ]
         : []),
       ...(latency.lost ? [`${latency.lost} of ${sizes.latencyEvents} events not received within ${sizes.latencyDrainMs / 1000} s of the last publish (excluded from p50/p99)`] : []),
+      ...(job && job.status !== 'running'
+        ? [`the replay ended before the measurement did (${job.done} of ${job.matched} re-sent): part of the run had no replay`]
+        : []),
+      ...(job ? [`the replay re-sent ${job.done} of ${job.matched} events during the run (${(job.done / ((wallNow() - measured) / 1000)).toFixed(0)}/s)`] : []),
       ...(pruning && pass.done !== undefined && pass.done < lastPublish
         ? [`the pruning pass ended ${((lastPublish - pass.done) / 1000).toFixed(1)} s before the last publish (it pruned ${pass.pruned} events): part of the run had no pruning`]
         : []),
     ]
-    return { values: { p50: latency.p50, p99: latency.p99, max: latency.max, lost: latency.lost, publishedPerSec: latency.publishedPerSec, deliveredPerSec: latency.deliveredPerSec, duplicates: latency.duplicates, pruneRunning: pruning ? Number(pass.done === undefined || pass.done >= lastPublish) : Number.NaN }, notes }
+    return { values: { p50: latency.p50, p99: latency.p99, max: latency.max, lost: latency.lost, publishedPerSec: latency.publishedPerSec, deliveredPerSec: latency.deliveredPerSec, duplicates: latency.duplicates, pruneRunning: pruning ? Number(pass.done === undefined || pass.done >= lastPublish) : Number.NaN, replayed: job ? job.done : Number.NaN }, notes }
   } finally {
     await closeOutflow(outflow)
     await sink.close()
+    await replaySink?.close()
   }
 })

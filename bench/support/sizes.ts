@@ -28,6 +28,8 @@ export interface Sizes {
   metricsRequests: number
   /** Old delivered events the pruning rows start with (each with its delivery and attempt). */
   pruneEvents: number
+  /** Delivered events the replay row sends again while it measures live latency. */
+  replayEvents: number
   /** Pending deliveries of the RSS row, and how long the engine is sampled with them. */
   backlog: number
   backlogSampleMs: number
@@ -37,6 +39,11 @@ export interface Sizes {
   slowSinkDelayMs: number
   /** Hard limit of one scenario process. */
   scenarioTimeoutMs: number
+  /** `--soak`: deliveries end to end, the backlog the publisher keeps under, the sampling window, and its own time limit. */
+  soakDeliveries: number
+  soakBacklog: number
+  soakSampleMs: number
+  soakTimeoutMs: number
 }
 
 /**
@@ -63,10 +70,15 @@ export function sizesFor(quick: boolean): Sizes {
       metricsDays: 30,
       metricsRequests: 100,
       pruneEvents: 50_000,
+      replayEvents: 20_000,
       backlog: 20_000,
       backlogSampleMs: 3_000,
       idleSampleMs: 1_500,
       scenarioTimeoutMs: 90_000,
+      soakDeliveries: 50_000,
+      soakBacklog: 2_000,
+      soakSampleMs: 5_000,
+      soakTimeoutMs: 300_000,
     }
   return {
     ...common,
@@ -83,9 +95,14 @@ export function sizesFor(quick: boolean): Sizes {
     metricsDays: 30,
     metricsRequests: 500,
     pruneEvents: 1_000_000,
+    replayEvents: 100_000,
     backlog: 200_000,
     backlogSampleMs: 15_000,
     idleSampleMs: 5_000,
     scenarioTimeoutMs: 900_000,
+    soakDeliveries: 1_000_000,
+    soakBacklog: 5_000,
+    soakSampleMs: 30_000,
+    soakTimeoutMs: 3_600_000,
   }
 }

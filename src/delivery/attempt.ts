@@ -37,7 +37,8 @@ export function deliveryMessage(d: ClaimedDelivery, destination: DestinationReco
 /**
  * The attempt row and the delivery's next state. A failure is retried per the schedule (never sooner
  * than a Retry-After, which is spread by the jitter too and capped at a day), unless the event is not
- * eligible for retry or the receiver is gone (410).
+ * eligible for retry or the receiver is gone (410); `blockWhenExhausted` (FIFO destinations with
+ * `on_exhausted: "block"`) keeps an exhausted one pending.
  */
 export function attemptWrite(
   d: ClaimedDelivery,
@@ -46,6 +47,7 @@ export function attemptWrite(
   at: Date,
   durationMs: number,
   retry: RetryOptions,
+  blockWhenExhausted = false,
 ): AttemptWrite {
   const attemptNumber = d.attempt_count + 1
   let nextAttemptAt: Date | null = null
@@ -75,9 +77,12 @@ export function attemptWrite(
     },
     delivery: {
       id: d.id,
-      status: result.ok ? 'success' : nextAttemptAt ? 'pending' : 'failed',
+      // A FIFO destination that blocks on exhaustion keeps the delivery unfinished (pending, not due) so the
+      // ones after it wait until it is retried by hand and succeeds.
+      status: result.ok ? 'success' : nextAttemptAt || (blockWhenExhausted && d.order_key != null) ? 'pending' : 'failed',
       next_attempt_at: nextAttemptAt,
       successful_at: result.ok ? at : null,
+      ...(d.order_key != null ? { order_key: d.order_key } : {}),
     },
   }
 }

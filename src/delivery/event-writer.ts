@@ -2,7 +2,8 @@ import type { DeliveryWorker, QueuedDelivery } from './worker.js'
 import { OutflowError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { PublishResult } from '../model/event.js'
-import type { DestinationRecord, EventRecord, NewEventWithDeliveries } from '../storage/storage.js'
+import type { EventRecord, NewDelivery, NewEventWithDeliveries, PublishTarget } from '../storage/storage.js'
+import { orderingKey } from '../model/delivery-settings.js'
 import type { TraceLink } from '../telemetry.js'
 import type { Storage } from '../storage/storage.js'
 import { matchDestinations } from './match.js'
@@ -42,7 +43,11 @@ export class EventWriter {
     this.#worker = worker
   }
 
+  /** performance.now() of the last write asked for (0: none yet). */
+  lastWriteAt = 0
+
   write(events: EventToWrite[]): Promise<PublishResult[]> {
+    this.lastWriteAt = performance.now()
     return new Promise((resolve, reject) => {
       this.#queue.push({ events, resolve, reject })
       this.#start()
@@ -81,16 +86,18 @@ export class EventWriter {
         try {
           // One group per call: its events are inserted all or none (storage re-checks the tenants).
           const group = accepted.length
-          accepted.push({ pending, items: pending.events.map((e) => ({ ...this.#deliveriesOf(e, targets), group })) })
+          accepted.push({ pending, items: pending.events.map((e) => ({ ...planDeliveries(e, targets), group })) })
         } catch (err) {
           pending.reject(err)
         }
       }
       const items = accepted.flatMap((a) => a.items)
-      const count = items.reduce((n, i) => n + i.deliveries.length, 0)
+      // Skipped deliveries are never attempted, and ordered ones wait for their turn: neither takes the fast path.
+      const fast = (d: NewDelivery) => !d.skipped && d.order_key === undefined
+      const count = items.reduce((n, i) => n + i.deliveries.filter(fast).length, 0)
       const now = this.#now()
       const lease = this.#worker.fastPathLease(count, now)
-      if (lease) for (const item of items) for (const d of item.deliveries) Object.assign(d, lease)
+      if (lease) for (const item of items) for (const d of item.deliveries) if (fast(d)) Object.assign(d, lease)
       let results
       try {
         results = await this.#storage.insertEvents(items)
@@ -118,7 +125,7 @@ export class EventWriter {
             const { trace } = pending.events[i]!
             // Only the deliveries written: a destination deleted meanwhile has none.
             for (const d of deliveries)
-              if (r.destination_ids.includes(d.destination_id))
+              if (fast(d) && r.destination_ids.includes(d.destination_id))
                 claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
           })
       }
@@ -138,17 +145,34 @@ export class EventWriter {
     for (const p of this.#queue.splice(0)) p.reject(err)
   }
 
-  #deliveriesOf({ event, destinationId }: EventToWrite, targets: Map<string, DestinationRecord[]>): NewEventWithDeliveries {
-    const all = targets.get(event.tenant_id)
-    if (!all) throw notFound('tenant', event.tenant_id)
-    if (destinationId !== undefined && !all.some((d) => d.id === destinationId)) throw notFound('destination', destinationId)
-    const enabled = all.filter((d) => !d.disabled_at)
-    const matched = matchDestinations(event, enabled, destinationId)
-    return { event, deliveries: matched.map((d) => ({ id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at })) }
-  }
-
   /** Resolves when every queued publish has been committed or rejected. */
   async drain(): Promise<void> {
     while (this.#running) await this.#running
+  }
+}
+
+/**
+ * The event with one delivery per matching destination of its tenant (due at once, not leased): skipped for a
+ * disabled one, waiting with its ordering key for a FIFO one. An unknown tenant, or a `destination_id` the
+ * tenant does not have, is a 404.
+ */
+export function planDeliveries({ event, destinationId }: EventToWrite, targets: Map<string, PublishTarget[]>): NewEventWithDeliveries {
+  const all = targets.get(event.tenant_id)
+  if (!all) throw notFound('tenant', event.tenant_id)
+  if (destinationId !== undefined && !all.some((d) => d.id === destinationId)) throw notFound('destination', destinationId)
+  // A disabled destination's match is recorded as skipped rather than dropped: a replay can send it later.
+  const matched = matchDestinations(event, all, destinationId)
+  const subject = () => ({ id: event.id, topic: event.topic, time: event.time.toISOString(), metadata: event.metadata, data: event.data })
+  return {
+    event,
+    deliveries: matched.map((d) => {
+      const delivery: NewDelivery = { id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at }
+      if (d.disabled_at) delivery.skipped = true
+      else {
+        const key = d.delivery?.ordering ? orderingKey(d.delivery, subject()) : null
+        if (key !== null) delivery.order_key = key
+      }
+      return delivery
+    }),
   }
 }

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import type { DeliverySettings } from '../model/delivery-settings.js'
 
 const SECOND = 1000
 const MINUTE = 60 * SECOND
@@ -79,4 +80,20 @@ export function retryAfterDelay(options: RetryOptions, delay: number, retryAfter
   if (retryAfterMs <= 0) return delay
   const jitter = options.jitter ?? DEFAULT_JITTER
   return Math.max(delay, Math.round(retryAfterMs * (1 + jitter * random())))
+}
+
+/**
+ * The retry policy of one destination: its own `delivery` settings over the engine's. A schedule of its own
+ * replaces the engine's (list or exponential), `max_attempts` caps either one.
+ *
+ * @example
+ * retryPolicy({ schedule: [1000] }, { max_attempts: 3 }) // { schedule: [1000], maxAttempts: 3 }
+ */
+export function retryPolicy(engine: RetryOptions, settings: DeliverySettings | null | undefined): RetryOptions {
+  if (!settings) return engine
+  const { schedule, max_attempts: maxAttempts } = settings
+  let policy: RetryOptions = engine
+  if (Array.isArray(schedule)) policy = { schedule, jitter: engine.jitter }
+  else if (schedule) policy = { base: schedule.base, factor: schedule.factor, jitter: schedule.jitter ?? engine.jitter }
+  return maxAttempts === undefined ? policy : { ...policy, maxAttempts }
 }

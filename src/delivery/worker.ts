@@ -12,6 +12,8 @@ import { reportOutcomes } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { ClaimWindow } from './claim-window.js'
+import { RateLimiter } from './rate-limiter.js'
+import { retryPolicy } from './retry-schedule.js'
 import { logAttempt } from './attempt-log.js'
 import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
 import { DeliveryError, closeHttpClients } from '../net/http-client.js'
@@ -55,6 +57,7 @@ export class DeliveryWorker {
   /** Held deliveries of a deleted tenant or destination: dropped when their turn comes, never attempted. */
   readonly #dropped = new Set<string>()
   readonly #maxHeld: number
+  readonly #limiter: RateLimiter
   readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
   #writes: RecordedAttempt[] = []
@@ -69,6 +72,8 @@ export class DeliveryWorker {
   #stopping = false
   #loop?: Promise<void>
   #wake?: () => void
+  /** wake() came while the claim loop was not asleep (claiming, renewing leases). */
+  #wakeMissed = false
   #retryTimer?: NodeJS.Timeout
   #retryAt = Infinity
 
@@ -79,6 +84,7 @@ export class DeliveryWorker {
     this.#claimWindow = new ClaimWindow(ctx.options.delivery.pollIntervalMs)
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
     this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
+    this.#limiter = new RateLimiter(ctx.storage, ctx.now)
   }
 
   start(): void {
@@ -102,6 +108,11 @@ export class DeliveryWorker {
   }
 
   /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
+  /** Deliveries this worker holds (claimed, queued or being attempted). */
+  get inFlight(): number {
+    return this.#held.size
+  }
+
   fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
     if (!this.#running || this.#stopping || this.#held.size + count > this.#maxHeld) return undefined
     return { lease_owner: this.id, lease_until: new Date(now.getTime() + this.#ctx.options.delivery.leaseMs) }
@@ -114,8 +125,32 @@ export class DeliveryWorker {
       this.#held.set(d.id, d)
       const k = key(d.tenant_id, d.destination_id)
       const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
-      // A slow destination holds at most perDestinationConcurrency of the global slots.
-      void queue.add(() => this.#global.add(() => this.#start(d)))
+      // A slow destination holds at most perDestinationConcurrency of the global slots; a rate-limited one
+      // waits for its token before it takes one.
+      void queue.add(async () => {
+        await this.#rateLimited(d)
+        // A replay fills the slots live traffic leaves: queued live attempts start first.
+        return this.#global.add(() => this.#start(d), { priority: d.replay ? -1 : 0 })
+      })
+    }
+  }
+
+  /** Resolves when a delivery to a rate-limited destination may start (at once for any other). */
+  async #rateLimited(d: ClaimedDelivery): Promise<void> {
+    const limit = async () => {
+      if (this.#stopping || this.#dropped.has(d.id)) return undefined
+      return (await this.#destination(d.tenant_id, d.destination_id))?.delivery?.rate_limit
+    }
+    for (;;) {
+      try {
+        if (await limit()) await this.#limiter.acquire(d.tenant_id, d.destination_id, limit)
+        return
+      } catch (err) {
+        this.#storageFailed(err, 'taking a rate-limit token failed', { tenant_id: d.tenant_id, destination_id: d.destination_id })
+        // While storage is unavailable no token can be had: wait for it rather than exceed the limit.
+        if (!isUnavailable(err) || this.#stopping) return
+        await sleep(this.#ctx.options.delivery.pollIntervalMs, undefined, { ref: false })
+      }
     }
   }
 
@@ -130,7 +165,10 @@ export class DeliveryWorker {
 
   /** Claim now rather than at the next poll (after a manual retry, or a NOTIFY from another instance). */
   wake(): void {
-    this.#wake?.()
+    if (this.#wake) this.#wake()
+    // Asked while claiming: the claim may have run before the work was visible (a host's commit, another
+    // instance's NOTIFY), so claim once more rather than sleep a whole poll interval.
+    else this.#wakeMissed = true
   }
 
   /** Forget a destination's cached record and publisher after it changed. */
@@ -189,14 +227,21 @@ export class DeliveryWorker {
   async #claimLoop(): Promise<void> {
     const { batchSize, pollIntervalMs, leaseMs } = this.#ctx.options.delivery
     let renewedAt = Date.now()
+    let promotedAt = 0
     while (!this.#stopping) {
       if (Date.now() - renewedAt > leaseMs / 3) {
         renewedAt = Date.now()
         await this.#renewLeases()
       }
+      // At most once a second: a safety net for a rare race, it scans every waiting delivery.
+      if (Date.now() - promotedAt >= Math.max(pollIntervalMs, 1_000)) {
+        promotedAt = Date.now()
+        await this.#promoteWaiting()
+      }
       let full = false
       const room = Math.min(batchSize, this.#maxHeld - this.#held.size)
       if (room > 0) {
+        this.#wakeMissed = false
         try {
           const claimed = await this.#claim(room)
           this.#storageAnswered()
@@ -206,13 +251,22 @@ export class DeliveryWorker {
           this.#storageFailed(err, 'claiming deliveries failed')
         }
       }
-      if (full) continue
+      if (full || (this.#wakeMissed && room > 0)) continue
       // close() during the claim found no sleeper to wake: do not start one (the sleep is unref'd, so
       // close() would wait a whole poll interval, or the process would exit with close() unfinished).
       if (this.#stopping) break
       const woken = new Promise<void>((resolve) => (this.#wake = resolve))
       await Promise.race([sleep(Math.min(pollIntervalMs, leaseMs / 3), undefined, { ref: false }), woken])
       this.#wake = undefined
+    }
+  }
+
+  /** FIFO destinations: the safety net for a next delivery that two racing transactions both left waiting. */
+  async #promoteWaiting(): Promise<void> {
+    try {
+      await this.#ctx.storage.promoteWaitingDeliveries(this.#ctx.now())
+    } catch (err) {
+      this.#storageFailed(err, 'promoting waiting deliveries failed')
     }
   }
 
@@ -303,7 +357,7 @@ export class DeliveryWorker {
       const destination = await this.#destination(d.tenant_id, d.destination_id)
       if (!destination || destination.disabled_at) {
         // Gone: cancel. Disabled: park until enabled. Neither is an attempt.
-        await this.#ctx.storage.holdDeliveries([d.id], !destination)
+        await this.#ctx.storage.holdDeliveries([d.id], !destination, this.#ctx.now())
         return
       }
       const { telemetry } = this.#ctx
@@ -317,7 +371,7 @@ export class DeliveryWorker {
       try {
         const publisher = await this.#publisher(destination)
         // One deadline for every destination type: each publisher honours the signal and reports a timeout.
-        const deadline = startDeadline(this.#ctx.options.delivery.timeoutMs)
+        const deadline = startDeadline(destination.delivery?.timeout_ms ?? this.#ctx.options.delivery.timeoutMs)
         try {
           result = await publisher.publish(deliveryMessage(d, destination, span?.headers), { signal: deadline.signal })
         } finally {
@@ -326,7 +380,8 @@ export class DeliveryWorker {
       } catch (err) {
         result = failureBeforeSending(err)
       }
-      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, this.#ctx.options.delivery.retry)
+      const retry = retryPolicy(this.#ctx.options.delivery.retry, destination.delivery)
+      const write = attemptWrite(d, destination.type, result, at, performance.now() - started, retry, destination.delivery?.on_exhausted === 'block')
       const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }
       this.#record(entry)
       recorded = true
@@ -451,6 +506,8 @@ export class DeliveryWorker {
         return true
       }
       for (const w of writes) if (w.delivery.next_attempt_at) this.#wakeAt(w.delivery.next_attempt_at.getTime())
+      // A finished delivery to a FIFO destination made the next one of its key due: claim it now.
+      if (writes.some((w) => w.delivery.order_key != null && w.delivery.status !== 'pending')) this.wake()
       const disabled = await reportOutcomes(this.#ctx, entries, streaks).catch((err: unknown) => {
         this.#ctx.options.logger.error({ count: writes.length, error: errorFields(err) }, 'reporting attempt outcomes failed')
         return []

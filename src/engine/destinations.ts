@@ -14,6 +14,7 @@ import {
   type Destination,
   type ListDestinationsQuery,
 } from '../model/destination.js'
+import { DeliverySettingsSchema, type DeliverySettings } from '../model/delivery-settings.js'
 import type { DestinationRecord } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
 import { sealCredentials, unsealCredentials, type CredentialsOwner } from '../credentials.js'
@@ -36,6 +37,7 @@ export function toDestination(ctx: EngineContext, r: DestinationRecord): Destina
   if (r.filter) out.filter = r.filter
   if (r.delivery_metadata) out.delivery_metadata = r.delivery_metadata
   if (r.metadata) out.metadata = r.metadata
+  if (r.delivery) out.delivery = r.delivery
   const target = def.target(r.config)
   if (target !== undefined) out.target = target
   const targetUrl = def.targetUrl?.(r.config)
@@ -60,6 +62,12 @@ function rejectFixedFields(body: unknown, fields: Record<string, string>): Error
   if (typeof body !== 'object' || body === null) return data
   for (const [field, why] of Object.entries(fields)) if (field in body) data[field] = why
   return data
+}
+
+/** valibot's object schemas accept arrays (their indexes become keys): `delivery` must be a JSON object. */
+function arrayDelivery(body: unknown): ErrorData {
+  const delivery = typeof body === 'object' && body !== null ? (body as { delivery?: unknown }).delivery : undefined
+  return Array.isArray(delivery) ? { delivery: 'must be a JSON object' } : {}
 }
 
 function validateAgainst(schema: v.GenericSchema, value: unknown, prefix: string, data: ErrorData): Record<string, unknown> {
@@ -89,6 +97,25 @@ async function checkTypeReady(def: DestinationTypeDefinition, config: Record<str
   else if (Object.keys(data).length === 0) Object.assign(data, (await def.validate?.(config, credentials)) ?? {})
 }
 
+/**
+ * What the settings' schema cannot know: an attempt must end before its lease does, or another instance would
+ * take the delivery over while it is still in flight and deliver it twice.
+ */
+function checkDeliverySettings(ctx: EngineContext, delivery: DeliverySettings | null | undefined, data: ErrorData): void {
+  const { leaseMs } = ctx.options.delivery
+  if (delivery?.timeout_ms !== undefined && delivery.timeout_ms >= leaseMs)
+    data['delivery.timeout_ms'] = `must be less than the engine's delivery lease (${leaseMs} ms)`
+  if (delivery && delivery.ordering !== 'fifo') {
+    if (delivery.ordering_key !== undefined) data['delivery.ordering_key'] = 'needs ordering: "fifo"'
+    if (delivery.on_exhausted !== undefined) data['delivery.on_exhausted'] = 'needs ordering: "fifo"'
+  }
+}
+
+/** `delivery: {}` is the same as none: the destination follows the engine's options. */
+function emptyToNull(delivery: DeliverySettings | null | undefined): DeliverySettings | null {
+  return delivery && Object.keys(delivery).length > 0 ? delivery : null
+}
+
 function fail(data: ErrorData): never {
   throw new OutflowError('validation', 'validation error', { data })
 }
@@ -104,7 +131,7 @@ export async function listDestinations(ctx: EngineContext, tenantId: string, que
 
 export async function createDestination(ctx: EngineContext, tenantId: string, body: unknown): Promise<Destination> {
   await requireTenant(ctx, tenantId)
-  const fixed = rejectFixedFields(body, { target: 'read-only field', target_url: 'read-only field' })
+  const fixed = { ...rejectFixedFields(body, { target: 'read-only field', target_url: 'read-only field' }), ...arrayDelivery(body) }
   if (Object.keys(fixed).length) fail(fixed)
   const input = parseInput(CreateDestinationSchema, body)
   const def = destinationType(input.type)
@@ -114,6 +141,7 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
   const config = validateAgainst(def.configSchema, input.config ?? {}, 'config', data)
   const credentials = validateAgainst(def.credentialsSchema, input.credentials ?? {}, 'credentials', data)
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
+  checkDeliverySettings(ctx, input.delivery, data)
   await checkTypeReady(def, config, credentials, data)
   if (Object.keys(data).length) fail(data)
 
@@ -134,6 +162,7 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
     created_at: now,
     updated_at: now,
     consecutive_failures: 0,
+    delivery: emptyToNull(input.delivery),
   }
   const outcome = await ctx.storage.insertDestination(record)
   // The tenant was checked above; `no-tenant` means it was deleted meanwhile.
@@ -162,6 +191,7 @@ export async function updateDestination(ctx: EngineContext, tenantId: string, id
     target: 'read-only field',
     target_url: 'read-only field',
   })
+  Object.assign(fixed, arrayDelivery(body))
   if (Object.keys(fixed).length) fail(fixed)
   const input = parseInput(UpdateDestinationSchema, body ?? {})
   // Read, patch, write if nothing changed since the read; else patch the newer state (another PATCH, a
@@ -191,6 +221,8 @@ async function patched(ctx: EngineContext, existing: DestinationRecord, input: v
   if (mergedCredentials === null && def.credentialsRequired) data.credentials = 'required'
   const credentials = validateAgainst(def.credentialsSchema, mergedCredentials ?? {}, 'credentials', data)
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
+  const delivery = input.delivery === undefined ? existing.delivery : validateAgainst(DeliverySettingsSchema, mergePatch(existing.delivery ?? {}, input.delivery ?? null) ?? {}, 'delivery', data)
+  checkDeliverySettings(ctx, delivery as DeliverySettings | null | undefined, data)
   await checkTypeReady(def, config, credentials, data)
   if (Object.keys(data).length) fail(data)
 
@@ -205,6 +237,7 @@ async function patched(ctx: EngineContext, existing: DestinationRecord, input: v
     delivery_metadata:
       input.delivery_metadata === undefined ? existing.delivery_metadata : (mergePatch(existing.delivery_metadata, input.delivery_metadata) as Record<string, string> | null),
     metadata: input.metadata === undefined ? existing.metadata : (mergePatch(existing.metadata, input.metadata) as JsonObject | null),
+    delivery: emptyToNull(delivery as DeliverySettings | null | undefined),
     // updated_at versions the row (the compare-and-set above), so it moves on even within one millisecond.
     updated_at: new Date(Math.max(now.getTime(), existing.updated_at.getTime() + 1)),
   }

@@ -18,7 +18,7 @@ import { requireTenant } from './tenants.js'
 
 /** The spec's Event: one (event, destination) pair. */
 export function toEvent(row: EventRow): Event {
-  return {
+  const event: Event = {
     id: row.event_id,
     destination_id: row.destination_id,
     topic: row.topic,
@@ -28,6 +28,8 @@ export function toEvent(row: EventRow): Event {
     status: row.successful_at ? 'success' : 'failed',
     data: row.data,
   }
+  if (row.skipped_at) event.skipped_at = row.skipped_at.toISOString()
+  return event
 }
 
 export function toDeliveryAttempt(a: AttemptRecord): DeliveryAttempt {

@@ -15,8 +15,10 @@ import { AttemptMetricsQuerySchema, EventMetricsQuerySchema, MetricsResponseSche
 import { ListTenantsQuerySchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
 import { HealthQuerySchema, HealthReportSchema } from '../model/health.js'
+import { EnableQuerySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema, type EnableQuery } from '../model/replay.js'
 import { nestQuery, type QueryRecord } from './query.js'
 import {
+  EnabledDestinationSchema,
   EventPageSchema,
   HealthSchema,
   NoQuerySchema,
@@ -66,7 +68,7 @@ export interface RouteSpec {
   path: string
   operationId: string
   summary: string
-  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Events' | 'Metrics' | 'Service'
+  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Events' | 'Replays' | 'Metrics' | 'Service'
   access: Access
   /** Validates every path parameter; a bad value is a 400 naming it. */
   params: Record<string, Schema>
@@ -89,6 +91,7 @@ const destinationParams = { ...tenantParams, destination_id: PathIdSchema }
 const eventParams = { ...tenantParams, event_id: PathIdSchema }
 const destinationEventParams = { ...destinationParams, event_id: PathIdSchema }
 const typeParam = { type: SchemaPathTypeSchema }
+const replayParams = { ...destinationParams, job_id: PathIdSchema }
 
 /** Every route of SPEC.md plus publish, health and the OpenAPI document. Order only matters for docs. */
 export const routes: RouteSpec[] = [
@@ -167,15 +170,43 @@ export const routes: RouteSpec[] = [
   },
   {
     method: 'PUT', path: '/tenants/{tenant_id}/destinations/{destination_id}/enable', operationId: 'enableDestination', summary: 'Enable Destination', tag: 'Destinations', access: 'tenant',
-    params: destinationParams, query: NoQuerySchema,
-    responses: [{ status: 200, description: 'Destination', schema: DestinationSchema }],
-    handle: ({ outflow, params }) => outflow.enableDestination(params.tenant_id!, params.destination_id!),
+    params: destinationParams, query: EnableQuerySchema,
+    responses: [{ status: 200, description: 'Destination; with `recovery` (how to replay, or the replay started by `replay=skipped`) when deliveries were skipped while it was disabled', schema: EnabledDestinationSchema }],
+    handle: ({ outflow, params, query }) => outflow.enableDestination(params.tenant_id!, params.destination_id!, query as EnableQuery),
   },
   {
     method: 'PUT', path: '/tenants/{tenant_id}/destinations/{destination_id}/disable', operationId: 'disableDestination', summary: 'Disable Destination', tag: 'Destinations', access: 'tenant',
     params: destinationParams, query: NoQuerySchema,
     responses: [{ status: 200, description: 'Destination', schema: DestinationSchema }],
     handle: ({ outflow, params }) => outflow.disableDestination(params.tenant_id!, params.destination_id!),
+  },
+  {
+    method: 'POST', path: '/tenants/{tenant_id}/destinations/{destination_id}/replay', operationId: 'replayDestination', summary: 'Replay Destination Deliveries', tag: 'Replays', access: 'tenant',
+    params: destinationParams, query: NoQuerySchema, body: { schema: ReplaySchema, required: true },
+    responses: [{ status: 202, description: 'Replay job started', schema: ReplayJobSchema }],
+    errors: [{ status: 409, description: 'The destination is disabled' }],
+    handle: async ({ outflow, params, body }) => new Reply(202, await outflow.replayDestination(params.tenant_id!, params.destination_id!, body)),
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}', operationId: 'getReplay', summary: 'Get Replay Job', tag: 'Replays', access: 'tenant',
+    params: replayParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Replay job and its progress', schema: ReplayJobSchema }],
+    errors: [{ status: 404, description: 'Tenant, destination or replay job not found' }],
+    handle: ({ outflow, params }) => outflow.getReplay(params.tenant_id!, params.destination_id!, params.job_id!),
+  },
+  {
+    method: 'DELETE', path: '/tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}', operationId: 'cancelReplay', summary: 'Cancel Replay Job', tag: 'Replays', access: 'tenant',
+    params: replayParams, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Replay job, cancelled (or as it ended)', schema: ReplayJobSchema }],
+    errors: [{ status: 404, description: 'Tenant, destination or replay job not found' }],
+    handle: ({ outflow, params }) => outflow.cancelReplay(params.tenant_id!, params.destination_id!, params.job_id!),
+  },
+  {
+    method: 'POST', path: '/tenants/{tenant_id}/replay', operationId: 'replayTenant', summary: 'Replay Tenant Deliveries', tag: 'Replays', access: 'tenant',
+    params: tenantParams, query: NoQuerySchema, body: { schema: TenantReplaySchema, required: true },
+    responses: [{ status: 202, description: 'One replay job per destination', schema: v.array(ReplayJobSchema) }],
+    errors: [{ status: 409, description: 'A destination named in destination_id is disabled' }],
+    handle: async ({ outflow, params, body }) => new Reply(202, await outflow.replayTenant(params.tenant_id!, body)),
   },
   {
     method: 'GET', path: '/tenants/{tenant_id}/destination-types', operationId: 'listTenantDestinationTypes', summary: 'List Destination Type Schemas (for Tenant)', tag: 'Destination types', access: 'tenant',

@@ -1,6 +1,8 @@
 import * as v from 'valibot'
 import { IdSchema, JsonObjectSchema } from '../model/common.js'
+import { DestinationSchema } from '../model/destination.js'
 import { EventSchema } from '../model/event.js'
+import { RecoverySchema } from '../model/replay.js'
 import { PaginationSchema } from '../model/pagination.js'
 import { TenantSchema } from '../model/tenant.js'
 
@@ -33,3 +35,6 @@ export const ErrorBodySchema = v.object({
 
 /** The OpenAPI document is served as is; its shape is JSON. */
 export const OpenApiDocumentSchema = JsonObjectSchema
+
+/** The answer of Enable Destination: the destination, and `recovery` when deliveries were skipped while it was disabled. */
+export const EnabledDestinationSchema = v.intersect([DestinationSchema, v.object({ recovery: v.optional(RecoverySchema) })])

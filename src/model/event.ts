@@ -15,6 +15,11 @@ export const EventSchema = v.object({
   metadata: StringMapSchema,
   status: EventStatusSchema,
   data: v.unknown(),
+  /**
+   * An addition to the spec (its `status` enum stays success/failed): present while this pair is skipped, since
+   * when. Skipped means never attempted because the destination was disabled (`status` is then `failed`).
+   */
+  skipped_at: v.optional(v.pipe(v.string(), v.description('Present while the delivery to this destination is skipped (its destination was disabled when the event was published, or when its next attempt was due): since when. Never attempted since; `status` is `failed`. A replay with `status: "skipped"` sends it.'))),
 })
 export type Event = v.InferOutput<typeof EventSchema>
 

@@ -1,7 +1,7 @@
 import { inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
-import type * as schema from './schema/postgres.js'
+import type { qualifiedPostgresTables } from './schema/postgres.js'
 import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
@@ -10,7 +10,7 @@ import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatc
  * which have the same names, columns and JS value types.
  */
 export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>
-export type Tables = typeof schema
+export type Tables = ReturnType<typeof qualifiedPostgresTables>
 
 export interface SqlContext {
   dialect: 'sqlite' | 'postgres'
@@ -73,4 +73,13 @@ export function deliveriesInIdOrder(ctx: SqlContext, db: Db, where: SQL | undefi
   const { deliveries } = ctx.tables
   if (ctx.dialect !== 'postgres') return where
   return inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(where).orderBy(deliveries.id).for('update'))
+}
+
+/**
+ * The pairs the event log shows: attempted at least once, or skipped (its destination was disabled). The
+ * same condition as the deliveries' partial indexes (schema/*.ts), so listings read them.
+ */
+export function listedDelivery(ctx: SqlContext): SQL {
+  const { deliveries: d } = ctx.tables
+  return sql`(${d.attempt_count} > 0 or ${d.skipped_at} is not null)`
 }

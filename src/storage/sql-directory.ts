@@ -49,7 +49,7 @@ export async function listTenants(ctx: SqlContext, q: TenantListRequest) {
 }
 
 export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean> {
-  const { tenants, destinations, events, deliveries, attempts } = ctx.tables
+  const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets } = ctx.tables
   return ctx.transaction(async (db) => {
     // Writers hold the tenant row (key share) until they commit, so this waits for them and then sees their rows.
     const gone = await db.delete(tenants).where(eq(tenants.id, id)).returning({ id: tenants.id })
@@ -59,9 +59,12 @@ export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean
     if (ctx.dialect === 'postgres')
       await db.select({ id: destinations.id }).from(destinations).where(eq(destinations.tenant_id, id)).orderBy(sql`${destinations.id} collate "C"`).for('update')
     await db.delete(destinations).where(eq(destinations.tenant_id, id))
+    // Replay jobs before deliveries: a replay step locks its job, then deliveries (no deadlock).
+    await db.delete(replay_jobs).where(eq(replay_jobs.tenant_id, id))
     await db.delete(deliveries).where(deliveriesInIdOrder(ctx, db, eq(deliveries.tenant_id, id)))
     await db.delete(attempts).where(eq(attempts.tenant_id, id))
     await db.delete(events).where(eq(events.tenant_id, id))
+    await db.delete(rate_buckets).where(eq(rate_buckets.tenant_id, id))
     return true
   })
 }
@@ -145,6 +148,7 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord, r
         credentials: r.credentials,
         delivery_metadata: r.delivery_metadata,
         metadata: r.metadata,
+        delivery: r.delivery ?? null,
         updated_at: r.updated_at,
       })
       .where(and(match, eq(destinations.updated_at, readAt)))
@@ -156,18 +160,24 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord, r
 }
 
 export async function deleteDestination(ctx: SqlContext, tenantId: string, id: string): Promise<boolean> {
-  const { destinations, deliveries } = ctx.tables
+  const { destinations, deliveries, replay_jobs, rate_buckets } = ctx.tables
   return ctx.transaction(async (db) => {
     const gone = await db
       .delete(destinations)
       .where(and(eq(destinations.tenant_id, tenantId), eq(destinations.id, id)))
       .returning({ id: destinations.id })
     if (gone.length === 0) return false
+    // Its replays end with it; before the deliveries, the order a replay step locks them in.
+    await db
+      .update(replay_jobs)
+      .set({ status: 'cancelled', finished_at: new Date(), lease_owner: null, lease_until: null })
+      .where(and(eq(replay_jobs.tenant_id, tenantId), eq(replay_jobs.destination_id, id), eq(replay_jobs.status, 'running')))
     // Publishers hold the destination row (key share) until they commit, so their deliveries are visible here.
     await db
       .update(deliveries)
       .set({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_until: null })
       .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'))))
+    await db.delete(rate_buckets).where(and(eq(rate_buckets.tenant_id, tenantId), eq(rate_buckets.destination_id, id)))
     return true
   })
 }
@@ -203,7 +213,8 @@ export async function setDestinationDisabled(
           deliveriesInIdOrder(
             ctx,
             db,
-            and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at)),
+            // Not the deliveries of a FIFO destination waiting for their turn: the one before them lets them go.
+            and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at), isNull(deliveries.order_state)),
           ),
         )
     }

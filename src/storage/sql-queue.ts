@@ -1,5 +1,6 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, or, sql, type SQL } from 'drizzle-orm'
-import { deliveriesInIdOrder, keysetPlan, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetPlan, listedDelivery, type Db, type SqlContext } from './sql-context.js'
+import { promoteHeads } from './sql-ordering.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -20,6 +21,11 @@ export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliverie
   if (items.length === 0) return []
   const write = async (db: Db) => {
     const results = await ctx.hotPath.insertEvents(db, items)
+    // FIFO destinations: a new delivery that nothing of its key precedes is due at once.
+    const ordered = items.flatMap(({ event, deliveries }) =>
+      deliveries.flatMap((d) => (d.order_key === undefined || d.skipped ? [] : [{ tenant_id: event.tenant_id, destination_id: d.destination_id, order_key: d.order_key }])),
+    )
+    if (ordered.length) await promoteHeads(ctx, db, ordered, items[0]!.event.created_at)
     // Rows the local worker did not take are for any instance: wake them (once they are visible).
     if (items.some((i) => i.deliveries.some((d) => !d.lease_owner))) await ctx.notifyWork?.(db)
     return results
@@ -60,6 +66,8 @@ async function loadClaimed(ctx: SqlContext, db: Db, ids: string[]): Promise<Clai
     destination_id: d.destination_id,
     attempt_count: d.attempt_count,
     manual: d.manual,
+    ...(d.replay_job ? { replay: true } : {}),
+    order_key: d.order_key,
     event: e as EventRecord,
   }))
 }
@@ -94,6 +102,11 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
     }
     // After the destinations, the order deleteTenant and deleteDestination lock rows in.
     await ctx.hotPath.writeAttempts(db, writes)
+    // FIFO destinations: a finished delivery lets the next one of its key go.
+    const finished = writes.flatMap(({ attempt, delivery }) =>
+      delivery.order_key != null && delivery.status !== 'pending' ? [{ tenant_id: attempt.tenant_id, destination_id: attempt.destination_id, order_key: delivery.order_key }] : [],
+    )
+    if (finished.length && (await promoteHeads(ctx, db, finished, writes[0]!.attempt.delivered_at)) > 0) await ctx.notifyWork?.(db)
     return result
   }, { durable: false })
 }
@@ -126,13 +139,15 @@ export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string
   return rows.length
 }
 
-export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boolean): Promise<void> {
+export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boolean, now = new Date()): Promise<void> {
   const { deliveries } = ctx.tables
   if (ids.length === 0) return
+  // Parked: shown as skipped from now on (the first time it was held, if held before) until attempted again.
+  const skipped = cancel ? {} : { skipped_at: sql`coalesce(${deliveries.skipped_at}, ${sql.param(now, deliveries.skipped_at)})` }
   await ctx.run((db) =>
     db
       .update(deliveries)
-      .set({ status: cancel ? 'cancelled' : 'pending', next_attempt_at: null, lease_owner: null, lease_until: null })
+      .set({ status: cancel ? 'cancelled' : 'pending', next_attempt_at: null, lease_owner: null, lease_until: null, ...skipped })
       .where(deliveriesInIdOrder(ctx, db, and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending')))),
   )
 }
@@ -165,14 +180,15 @@ function eventRowSelection(ctx: SqlContext) {
     status: d.status,
     successful_at: d.successful_at,
     last_attempt_at: d.last_attempt_at,
+    skipped_at: d.skipped_at,
   }
 }
 
 export async function listEvents(ctx: SqlContext, q: EventListRequest): Promise<EventRow[]> {
   const { deliveries: d, events: e } = ctx.tables
   const filters: (SQL | undefined)[] = [
-    // A pair is listed from its first attempt on (matches the partial indexes).
-    sql`${d.attempt_count} > 0`,
+    // A pair is listed from its first attempt on, or once skipped (matches the partial indexes).
+    listedDelivery(ctx),
     q.tenantIds?.length ? inArray(d.tenant_id, q.tenantIds) : undefined,
     q.destinationIds?.length ? inArray(d.destination_id, q.destinationIds) : undefined,
     q.topics?.length ? inArray(d.topic, q.topics) : undefined,
@@ -205,10 +221,11 @@ export async function getEvent(ctx: SqlContext, tenantId: string, eventId: strin
           eq(d.tenant_id, tenantId),
           eq(d.event_id, eventId),
           destinationId === undefined ? undefined : eq(d.destination_id, destinationId),
-          sql`${d.attempt_count} > 0`,
+          listedDelivery(ctx),
         ),
       )
-      .orderBy(desc(d.last_attempt_at), desc(d.destination_id))
+      // Skipped pairs (never attempted) come after attempted ones on both dialects.
+      .orderBy(sql`${d.last_attempt_at} desc nulls last`, desc(d.destination_id))
       .limit(1),
   )
   return (row as EventRow | undefined) ?? null

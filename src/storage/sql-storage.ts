@@ -2,13 +2,21 @@ import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
 import * as metrics from './sql-metrics.js'
 import * as queue from './sql-queue.js'
+import * as ordering from './sql-ordering.js'
+import * as rate from './sql-rate.js'
+import * as replays from './sql-replays.js'
 import * as retention from './sql-retention.js'
 import type { Storage } from './storage.js'
 
 /** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
-export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'path' | 'lockPruner'>): Storage {
+export function createSqlStorage(
+  ctx: SqlContext,
+  lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'path' | 'lockPruner' | 'insertEventsInTransaction' | 'hostConnection'>,
+): Storage {
   return {
     onWork: lifecycle.onWork,
+    insertEventsInTransaction: lifecycle.insertEventsInTransaction,
+    hostConnection: lifecycle.hostConnection,
     lockPruner: lifecycle.lockPruner,
     dialect: ctx.dialect,
     path: lifecycle.path,
@@ -33,7 +41,7 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     recordAttempts: (writes) => queue.recordAttempts(ctx, writes),
     extendLeases: (owner, ids, until) => queue.extendLeases(ctx, owner, ids, until),
     releaseLeases: (owner, ids) => queue.releaseLeases(ctx, owner, ids),
-    holdDeliveries: (ids, cancel) => queue.holdDeliveries(ctx, ids, cancel),
+    holdDeliveries: (ids, cancel, now) => queue.holdDeliveries(ctx, ids, cancel, now),
     requeueDelivery: (t, e, d, now) => queue.requeueDelivery(ctx, t, e, d, now),
     listEvents: (q) => queue.listEvents(ctx, q),
     getEvent: (t, e, d) => queue.getEvent(ctx, t, e, d),
@@ -43,5 +51,14 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     eventMetrics: (q) => metrics.eventMetrics(ctx, q),
     attemptMetrics: (q) => metrics.attemptMetrics(ctx, q),
     pruneEvents: (q) => retention.pruneEvents(ctx, q),
+    insertReplayJobs: (jobs) => replays.insertReplayJobs(ctx, jobs),
+    getReplayJob: (t, d, id) => replays.getReplayJob(ctx, t, d, id),
+    cancelReplayJob: (t, d, id, now) => replays.cancelReplayJob(ctx, t, d, id, now),
+    claimReplayJob: (owner, now, until) => replays.claimReplayJob(ctx, owner, now, until),
+    advanceReplayJob: (q) => replays.advanceReplayJob(ctx, q),
+    releaseReplayJobs: (owner) => replays.releaseReplayJobs(ctx, owner),
+    skippedDeliveries: (t, d) => replays.skippedDeliveries(ctx, t, d),
+    takeToken: (t, d, limit, now) => rate.takeToken(ctx, t, d, limit, now),
+    promoteWaitingDeliveries: (now) => ordering.promoteWaiting(ctx, now),
   }
 }

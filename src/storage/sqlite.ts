@@ -5,9 +5,10 @@ import { migrationsFolder } from './migrations-folder.js'
 import * as schema from './schema/sqlite.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
 import { createSqlStorage } from './sql-storage.js'
+import { startCheckpointer } from './sqlite-checkpointer.js'
 import { sqliteHotPath } from './sqlite-hot-path.js'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { unavailable } from './faults.js'
+import { sqliteHostConnection } from './sqlite-outbox.js'
 import type { Storage } from './storage.js'
 
 export interface SqliteOptions {
@@ -32,21 +33,22 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
     // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
     const { drizzle } = await importPeer<typeof import('drizzle-orm/better-sqlite3')>('drizzle-orm/better-sqlite3')
     const client = new Database(options.path)
-    if (options.path !== ':memory:') client.pragma('journal_mode = WAL')
+    const onDisk = options.path !== ':memory:' && options.path !== ''
+    if (onDisk) client.pragma('journal_mode = WAL')
     // Checkpoint every ~40 MiB of WAL rather than 4: the queue rewrites the same pages, so fewer, larger
-    // checkpoints copy (and fsync) far less.
+    // checkpoints copy (and fsync) far less. That is the fallback: a file's checkpoints run off the event loop.
     client.pragma('wal_autocheckpoint = 10000')
+    const stopCheckpointer = onDisk ? startCheckpointer(client, options.path, 10_000) : async () => {}
     client.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`)
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000
-    // SQLite's own wait for a lock sleeps inside the call, which here blocks the event loop: every request
-    // of the process would stand still while another process writes. Calls fail at once instead and
-    // wait asynchronously (sqliteContext), up to busyTimeoutMs.
+    // Waits for another connection's write lock happen in retryBusy, asynchronously: SQLite's own busy
+    // handler sleeps in the calling thread, which would stop every delivery of this process meanwhile.
     client.pragma('busy_timeout = 0')
     const db = drizzle({ client, schema })
     return createSqlStorage(sqliteContext(client, db as unknown as Db, options.synchronous ?? 'FULL', busyTimeoutMs), {
       path: options.path,
       async migrate() {
-        // Once, at start-up: blocking on another process's lock is acceptable here.
+        // Synchronous, once at start: another process migrating at the same moment is waited for in the thread.
         client.pragma(`busy_timeout = ${busyTimeoutMs}`)
         try {
           migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
@@ -54,7 +56,9 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
           client.pragma('busy_timeout = 0')
         }
       },
+      hostConnection: (hostDb) => sqliteHostConnection(hostDb, options.path),
       async close() {
+        await stopCheckpointer()
         client.close()
       },
     })
@@ -68,17 +72,12 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
  */
 const unavailableCodes = /^SQLITE_(FULL|IOERR|READONLY|BUSY|CANTOPEN|PROTOCOL|NOMEM)/
 
-function sqliteCode(err: unknown): string | undefined {
+function mapSqliteError(err: unknown): unknown {
   let error = err
   // drizzle's DrizzleQueryError carries the driver's error as its cause.
   for (let depth = 0; depth < 5 && error instanceof Error && !('code' in error) && error.cause !== undefined; depth++) error = error.cause
   const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' ? code : undefined
-}
-
-function mapSqliteError(err: unknown): unknown {
-  const code = sqliteCode(err)
-  return code !== undefined && unavailableCodes.test(code) ? unavailable(code, err) : err
+  return typeof code === 'string' && unavailableCodes.test(code) ? unavailable(code, err) : err
 }
 
 const mapped = <T>(work: Promise<T>): Promise<T> =>
@@ -86,79 +85,34 @@ const mapped = <T>(work: Promise<T>): Promise<T> =>
     throw mapSqliteError(err)
   })
 
+const isBusy = (err: unknown) => /^SQLITE_BUSY/.test(String((err as { code?: unknown } | null)?.code ?? (err as { cause?: { code?: unknown } } | null)?.cause?.code))
+
 /**
- * `attempt` again while another process holds the lock it needs (SQLITE_BUSY), waiting asynchronously
- * between tries (5 ms, doubling up to 100 ms) until `busyTimeoutMs` after the call began; then the
- * BUSY error stands (`unavailable`). A failed try changed nothing: BEGIN IMMEDIATE did not begin, and a
- * statement outside a transaction is atomic (run() bodies that write are one statement).
+ * Run `attempt` again while another connection holds the write lock (SQLITE_BUSY: nothing of it was
+ * written), for up to `timeoutMs`, waiting with timers so the process goes on meanwhile: another process,
+ * or the host's own connection holding a transaction open across awaits (see publishSync).
  */
-async function whenUnlocked<T>(attempt: () => Promise<T>, busyTimeoutMs: number): Promise<T> {
-  const deadline = Date.now() + busyTimeoutMs
-  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+async function retryBusy<T>(attempt: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
     try {
       return await attempt()
     } catch (err) {
-      if (!sqliteCode(err)?.startsWith('SQLITE_BUSY') || Date.now() + wait > deadline) throw err
-      await sleep(wait)
+      if (!isBusy(err) || Date.now() >= deadline) throw err
     }
-  }
-}
-
-/**
- * Space the WAL holds, given back when the disk is full. Between two automatic checkpoints the WAL grows
- * to about 40 MiB (wal_autocheckpoint), so on a disk with less free space than that it is the WAL that
- * fills it, and the checkpoint that would free it never comes: the engine stayed on SQLITE_FULL after
- * space had returned (fault scenario 9 under load). After a write fails for want of space, each call
- * checkpoints and truncates the WAL until that succeeds (it needs room for pages the database file
- * does not have yet, so it may only succeed once some space returned), and from then on the WAL is
- * checkpointed at SQLite's default size (4 MiB) so that it cannot take the room again.
- */
-function walReclaimer(client: BetterSqlite3.Database) {
-  let pending = false
-  let shortened = false
-  const checkpoint = () => {
-    if (client.inTransaction) return
-    try {
-      const [result] = client.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
-      if (result?.busy === 0) pending = false
-    } catch {
-      // Still no room (or the file system still failing): the next call tries again.
-    }
-  }
-  return {
-    afterSuccess: () => void (pending && checkpoint()),
-    afterFailure(code: string | undefined) {
-      if (!code || !/^SQLITE_(FULL|IOERR)/.test(code)) return
-      pending = true
-      if (!shortened) {
-        client.pragma('wal_autocheckpoint = 1000')
-        shortened = true
-      }
-      checkpoint()
-    },
+    await new Promise((resolve) => setTimeout(resolve, delay))
   }
 }
 
 /**
  * better-sqlite3 runs each statement synchronously on one connection, so async transaction bodies
  * are safe only if nothing else touches the connection meanwhile: every call goes through one mutex
- * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT. A call
- * that meets another process's lock waits outside the mutex, so reads (which WAL never blocks) go on.
+ * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT.
  */
 function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FULL' | 'NORMAL', busyTimeoutMs: number): SqlContext {
   let tail: Promise<unknown> = Promise.resolve()
-  const reclaim = walReclaimer(client)
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
-    const result = tail.then(async () => {
-      try {
-        const value = await fn()
-        reclaim.afterSuccess()
-        return value
-      } catch (err) {
-        reclaim.afterFailure(sqliteCode(err))
-        throw err
-      }
-    })
+    const result = tail.then(fn)
     tail = result.catch(() => undefined)
     return result
   }
@@ -170,9 +124,15 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FUL
     get hotPath() {
       return (hotPath ??= sqliteHotPath(client))
     },
-    run: (fn) => mapped(whenUnlocked(() => exclusive(() => fn(db)), busyTimeoutMs)),
+    // Every statement of `run` is its own write (or a read): one that met the lock wrote nothing and can run again.
+    run: (fn) => mapped(retryBusy(() => exclusive(() => fn(db)), busyTimeoutMs)),
     transaction: (fn, { durable = true } = {}) =>
-      mapped(whenUnlocked(() => exclusive(async () => {
+      mapped(retryBusy(() => exclusive(async () => {
+        // Begin in a macrotask of its own: the body only awaits statements of this connection (microtasks),
+        // so the transaction ends within it and no code of the host runs while it holds the write lock. A
+        // host's synchronous write on its own connection (publishSync) would otherwise meet the lock in a
+        // promise continuation and wait for it in the thread, where the lock is never released.
+        await new Promise((resolve) => setImmediate(resolve))
         // In WAL mode NORMAL skips the fsync at commit but never risks consistency; a later FULL
         // commit (the next publish) makes these writes durable too.
         const relax = !durable && synchronous === 'FULL'

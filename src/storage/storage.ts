@@ -1,8 +1,12 @@
+import type { DeliverySettings, RateLimit } from '../model/delivery-settings.js'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import type { JsonObject } from '../model/common.js'
 import type { AttemptDimension, EventDimension, Granularity } from '../model/metrics.js'
 import type { KeysetRequest } from '../model/pagination.js'
+import type { NewReplayJob, ReplayJobRecord, ReplayStep, ReplayStepRequest } from './replay-records.js'
+
+export type { NewReplayJob, ReplayJobRecord, ReplayJobStatus, ReplaySelect, ReplayStep, ReplayStepRequest } from './replay-records.js'
 
 /**
  * The storage port: one domain-named method per job, each with one transaction boundary.
@@ -40,7 +44,7 @@ export interface Storage {
   insertDestination(record: DestinationRecord): Promise<'inserted' | 'exists' | 'no-tenant'>
   /**
    * Replace the fields an update changes (topics, filter, config, credentials, metadata, delivery_metadata,
-   * updated_at) if the stored `updated_at` is still `readAt`; `stale` when it changed since, so the caller
+   * delivery, updated_at) if the stored `updated_at` is still `readAt`; `stale` when it changed since, so the caller
    * re-reads and applies its change again rather than overwrite another.
    */
   updateDestination(record: DestinationRecord, readAt: Date): Promise<'updated' | 'stale' | 'missing'>
@@ -69,6 +73,23 @@ export interface Storage {
    * of the same `group`), and deliveries to a destination that is gone are left out.
    */
   insertEvents(items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
+  /**
+   * FIFO destinations: make due every waiting delivery that no unfinished delivery of its key precedes (a
+   * safety net: inserts and results promote the next one themselves). Returns how many became due.
+   */
+  promoteWaitingDeliveries(now: Date): Promise<number>
+  /**
+   * Postgres: `insertEvents` through the host's own open transaction `tx` (a postgres.js transaction, or a
+   * drizzle transaction over postgres.js), as one statement whose NOTIFY is delivered when the host commits.
+   * Refuses (OutflowError) a `tx` that is not a transaction, has ended, or is on another database.
+   */
+  insertEventsInTransaction?(tx: unknown, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
+  /**
+   * SQLite: the host's own better-sqlite3 connection to this database file (or a drizzle database or
+   * transaction over one), for publishing synchronously inside the host's transaction. Refuses
+   * (OutflowError) anything else, and a connection to another file.
+   */
+  hostConnection?(db: unknown): HostConnection
   /** Lease up to `limit` due deliveries (pending, next_attempt_at <= now, lease free or expired). */
   claimDueDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>
   /**
@@ -83,9 +104,10 @@ export interface Storage {
   releaseLeases(owner: string, ids?: string[]): Promise<number>
   /**
    * Take deliveries off the queue without an attempt: `cancel` for a destination that is gone; otherwise
-   * parked (pending, not due) until the destination is enabled again.
+   * parked (pending, not due) until the destination is enabled again, and marked skipped since `now` (the
+   * event log shows them) until their next attempt.
    */
-  holdDeliveries(ids: string[], cancel: boolean): Promise<void>
+  holdDeliveries(ids: string[], cancel: boolean, now?: Date): Promise<void>
   /**
    * Call `listener` when another process made deliveries due (Postgres LISTEN/NOTIFY), and each time the
    * subscription is made again after its connection was lost (announcements may have been missed).
@@ -94,12 +116,41 @@ export interface Storage {
   onWork?(listener: () => void): Promise<() => Promise<void>>
   /** Make a delivery due now for one manual attempt; false when there is no such delivery or its destination is gone. */
   requeueDelivery(tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean>
-  /** Event rows (one per attempted (event, destination) pair), `limit + 1` in display order. */
+  /** Event rows (one per attempted or skipped (event, destination) pair), `limit + 1` in display order. */
   listEvents(query: EventListRequest): Promise<EventRow[]>
   /** One pair: for `destinationId` when given, else the most recently attempted one. */
   getEvent(tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null>
   /** Every attempt of an event (all destinations), newest first. */
   listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
+
+  // --- replays (recovery issue) ---------------------------------------------------------------
+  /**
+   * Insert replay jobs in one transaction, each with `matched` counted from the deliveries it selects. Jobs
+   * whose destination is gone are left out; null when the tenant is gone.
+   */
+  insertReplayJobs(jobs: NewReplayJob[]): Promise<ReplayJobRecord[] | null>
+  getReplayJob(tenantId: string, destinationId: string, id: string): Promise<ReplayJobRecord | null>
+  /** Stop a running job (kept as it is when it already ended); the batch already handed out is still attempted. */
+  cancelReplayJob(tenantId: string, destinationId: string, id: string, now: Date): Promise<ReplayJobRecord | null>
+  /** Lease the oldest running job no live instance holds (Postgres: SKIP LOCKED), or null. */
+  claimReplayJob(owner: string, now: Date, leaseUntil: Date): Promise<ReplayJobRecord | null>
+  /**
+   * One step of a job `owner` holds, in one transaction: count the batch handed out once each of its deliveries
+   * was attempted, then, unless fresh deliveries are waiting, hand out the next batch (made due now) or finish.
+   */
+  advanceReplayJob(step: ReplayStepRequest): Promise<ReplayStep>
+  /** Give back every job lease `owner` holds (close()). */
+  releaseReplayJobs(owner: string): Promise<void>
+  /** Deliveries of a destination skipped at publish (status `skipped`): how many, and the oldest event time. */
+  skippedDeliveries(tenantId: string, destinationId: string): Promise<{ count: number; oldest: Date | null }>
+
+  // --- rate limits (recovery issue) ------------------------------------------------------------
+  /**
+   * Refill the destination's token bucket for the time since its last refill (`per_second`, up to the burst)
+   * and take one token, in one transaction every instance serialises on: `waitMs` 0 when taken, else how
+   * long until the next token.
+   */
+  takeToken(tenantId: string, destinationId: string, limit: RateLimit, now: Date): Promise<{ waitMs: number }>
 
   // --- metrics (operations issue) ---------------------------------------------------------------
   /**
@@ -129,6 +180,21 @@ export interface Storage {
   /** A trivial round trip: resolves when the database answers. */
   ping(): Promise<void>
 }
+
+/** The host's SQLite connection, inside its own transaction: each call runs synchronously on it. */
+export interface HostConnection {
+  /** The host has a transaction open on this connection. */
+  readonly inTransaction: boolean
+  /** `Storage.publishTargets`, read through the host's connection (so within its transaction). */
+  publishTargets(tenantIds: string[]): Map<string, PublishTarget[]>
+  /** `Storage.insertEvents` on the host's connection, in its transaction (which the host commits or rolls back). */
+  insertEvents(items: NewEventWithDeliveries[]): InsertEventResult[]
+  /** The event is in the database as this connection sees it (after the host's transaction: it committed). */
+  hasEvent(tenantId: string, eventId: string): boolean
+}
+
+/** What matching needs of a destination. */
+export type PublishTarget = Pick<DestinationRecord, 'id' | 'topics' | 'filter' | 'disabled_at' | 'delivery'>
 
 export interface QueueStats {
   /** Pending deliveries whose `next_attempt_at` has come (leased ones included: not attempted yet). */
@@ -170,6 +236,8 @@ export interface DestinationRecord {
   updated_at: Date
   /** Consecutive failed attempts (reset by a success or enable). */
   consecutive_failures: number
+  /** The destination's own delivery policy (retries, timeout); null or absent follows the engine's options. */
+  delivery?: DeliverySettings | null
 }
 
 export interface DestinationKey {
@@ -204,6 +272,16 @@ export interface NewDelivery {
   /** Set at insert for the in-process fast path: the local worker already owns the row. */
   lease_owner?: string
   lease_until?: Date
+  /**
+   * The destination delivers in order (FIFO): the event's ordering key. The delivery is inserted waiting (not
+   * due) and made due once every delivery of the same key published before it finished.
+   */
+  order_key?: string
+  /**
+   * The destination is disabled: recorded as skipped (status `skipped`, `skipped_at` = the event's
+   * `created_at`), never attempted; a replay sends it. Not among the publish result's `destination_ids`.
+   */
+  skipped?: boolean
 }
 
 export interface NewEventWithDeliveries {
@@ -215,13 +293,14 @@ export interface NewEventWithDeliveries {
 
 export interface InsertEventResult {
   duplicate: boolean
-  /** The destinations the event is delivered to: those of the inserted deliveries, or of the existing event. */
+  /** The destinations the event is delivered to: those of the inserted deliveries, or of the existing event (skipped ones left out). */
   destination_ids: string[]
   /** Nothing was inserted: this tenant (the event's own, or another of its group) is gone. */
   missing_tenant?: string
 }
 
-export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled'
+/** `skipped`: published while the destination was disabled, never attempted (until a replay). */
+export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled' | 'skipped'
 
 export interface ClaimRequest {
   owner: string
@@ -241,6 +320,10 @@ export interface ClaimedDelivery {
   attempt_count: number
   /** The next attempt was asked for by hand (retry route); it happens whatever the schedule. */
   manual: boolean
+  /** Handed out by a replay job: live deliveries go ahead of it in the worker's queue. */
+  replay?: boolean
+  /** The ordering key of a delivery to a FIFO destination; null otherwise. */
+  order_key?: string | null
   event: EventRecord
 }
 
@@ -273,6 +356,8 @@ export interface AttemptWrite {
     status: DeliveryStatus
     next_attempt_at: Date | null
     successful_at: Date | null
+    /** Its ordering key (FIFO destinations): once finished, the next delivery of the key is made due. */
+    order_key?: string | null
   }
 }
 
@@ -303,6 +388,8 @@ export interface EventRow {
   status: DeliveryStatus
   successful_at: Date | null
   last_attempt_at: Date | null
+  /** Skipped since then and not attempted since (see NewDelivery.skipped, holdDeliveries); else null. */
+  skipped_at: Date | null
 }
 
 /** The time range and grouping of a metrics query. `filters` absent or empty match everything. */
@@ -376,3 +463,4 @@ export interface PruneBatch {
   /** The batch gave up on a lock another transaction held (Postgres); try again later. */
   busy?: boolean
 }
+

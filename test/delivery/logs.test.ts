@@ -136,7 +136,7 @@ const droppable = [
     name: 'postgres',
     available: postgresAvailable,
     code: '42P01',
-    message: 'relation "attempts" does not exist',
+    message: 'relation "public.attempts" does not exist',
     async open() {
       const db = await createTestDatabase()
       return {

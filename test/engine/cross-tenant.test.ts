@@ -316,6 +316,33 @@ for (const kind of sqlStorages) {
         },
       ))
 
+    it("alpha replaying a destination, and its tenant's skipped deliveries, re-sends alpha's only, not beta's of the same ids", () => {
+      const jobs: { destination_id: string; id: string }[] = []
+      const before = { pattern: receiver.on(`/${A}/pattern`).length, paused: receiver.on(`/${A}/paused`).length }
+      return leavesBetaAlone(
+        async () => {
+          const one = await asAlpha('POST', '/destinations/pattern/replay', { since: '2000-01-01T00:00:00Z', status: 'success' })
+          expect(one.status, JSON.stringify(one.body)).toBe(202)
+          expect(one.body.matched).toBeGreaterThan(0)
+          const all = await asAlpha('POST', '/replay', { since: '2000-01-01T00:00:00Z', status: 'skipped', destination_id: ['paused'] })
+          expect(all.status, JSON.stringify(all.body)).toBe(202)
+          // evt-1, evt-3 and evt-4 were published while alpha's paused was disabled.
+          expect(all.body.map((j: { matched: number }) => j.matched)).toEqual([3])
+          jobs.push(one.body, ...all.body)
+        },
+        async () => {
+          const ended = await waitFor(async () => {
+            const read = await Promise.all(jobs.map(async (j) => (await asAlpha('GET', `/destinations/${j.destination_id}/replays/${j.id}`)).body))
+            return read.every((j) => j.status === 'completed') && read
+          }, 10_000, "alpha's replays")
+          expect(receiver.on(`/${A}/pattern`).length).toBe(before.pattern + ended[0].matched)
+          expect(receiver.on(`/${A}/paused`).length).toBe(before.paused + 3)
+          // Beta's job ids are not alpha's: another tenant's token and path find nothing.
+          expect((await api('GET', `/tenants/${B}/destinations/pattern/replays/${jobs[0]!.id}`)).status).toBe(404)
+        },
+      )
+    })
+
     it("alpha deleting a destination cancels alpha's pending deliveries, not beta's to the same id", () =>
       leavesBetaAlone(async () => {
         const pending = `select count(*) as n from deliveries where tenant_id = '${A}' and destination_id = 'flaky' and status = 'pending'`

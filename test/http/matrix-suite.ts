@@ -44,6 +44,10 @@ const expectations: Record<string, [admin: number, own: number, other: number, n
   'GET /tenants/{tenant_id}/destinations/{destination_id}/events':                       [200, 200, 403, 401],
   'GET /tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}':            [200, 200, 403, 401],
   'POST /tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}/retry':     [202, 202, 403, 401],
+  'POST /tenants/{tenant_id}/destinations/{destination_id}/replay':                      [202, 202, 403, 401],
+  'GET /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}':             [200, 200, 403, 401],
+  'DELETE /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}':          [200, 200, 403, 401],
+  'POST /tenants/{tenant_id}/replay':                                                    [202, 202, 403, 401],
   // A token sees the metrics of its own tenant (the path names none), so another tenant's token is 200 too.
   'GET /metrics/events':                                                                 [200, 200, 200, 401],
   'GET /metrics/attempts':                                                               [200, 200, 200, 401],
@@ -85,6 +89,13 @@ const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
   'GET /tenants/{tenant_id}/destinations/{destination_id}/events': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/events` }),
   'GET /tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/events/e1` }),
   'POST /tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}/retry': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/events/e1/retry` }),
+  'POST /tenants/{tenant_id}/destinations/{destination_id}/replay': async (ctx) => ({
+    path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/replay`,
+    json: { since: '2024-01-01T00:00:00Z', until: '2024-01-02T00:00:00Z' },
+  }),
+  'GET /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/replays/${await freshReplay(ctx)}` }),
+  'DELETE /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/replays/${await freshReplay(ctx)}` }),
+  'POST /tenants/{tenant_id}/replay': async (ctx) => ({ path: '/tenants/acme/replay', json: { since: '2024-01-01T00:00:00Z', until: '2024-01-02T00:00:00Z', destination_id: [ctx.destinations.acmeOk] } }),
   'GET /metrics/events': async () => ({ path: '/metrics/events?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&granularity=1h&measures[]=count' }),
   'GET /metrics/attempts': async () => ({ path: '/metrics/attempts?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&measures[0]=count&dimensions[0]=status' }),
   'GET /healthz': async () => ({ path: '/healthz' }),
@@ -93,6 +104,12 @@ const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
 
 async function freshDestination(ctx: SuiteContext): Promise<string> {
   const res = await ctx.api('POST', '/tenants/acme/destinations', { json: { type: 'webhook', topics: ['matrix.none'], config: { url: `${ctx.receiverUrl}/ok` } } })
+  return res.body.id
+}
+
+/** A replay job of acme's destination over a range with nothing in it (it completes at once, and stays readable). */
+async function freshReplay(ctx: SuiteContext): Promise<string> {
+  const res = await ctx.api('POST', `/tenants/acme/destinations/${ctx.destinations.acmeOk}/replay`, { json: { since: '2024-01-01T00:00:00Z', until: '2024-01-02T00:00:00Z' } })
   return res.body.id
 }
 

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import type { JsonObject } from '../../model/common.js'
+import type { DeliverySettings } from '../../model/delivery-settings.js'
 
 // Same tables and column names as schema/postgres.ts; times are integer milliseconds, JSON is text.
 const ts = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -34,6 +35,8 @@ export const destinations = sqliteTable(
     created_at: ts('created_at').notNull(),
     updated_at: ts('updated_at').notNull(),
     consecutive_failures: integer('consecutive_failures').notNull().default(0),
+    // The destination's own delivery policy (retries, timeout): null follows the engine's options.
+    delivery: json<DeliverySettings>('delivery'),
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
 )
@@ -74,13 +77,26 @@ export const deliveries = sqliteTable(
     lease_until: ts('lease_until'),
     last_attempt_at: ts('last_attempt_at'),
     successful_at: ts('successful_at'),
+    // Set while the delivery is skipped: published while its destination was disabled (status 'skipped', never
+    // attempted), or parked when the destination was disabled before it was attempted again. Cleared by an attempt.
+    skipped_at: ts('skipped_at'),
+    // The replay job that handed this delivery to the worker, until the job counted its attempt.
+    replay_job: text('replay_job'),
+    // FIFO destinations: the event's ordering key, its place in publish order, and 'waiting' while a delivery
+    // published before it with the same key is unfinished (it is not due until then).
+    order_key: text('order_key'),
+    order_seq: integer('order_seq'),
+    order_state: text('order_state'),
   },
   (t) => [
     uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
     index('deliveries_due_idx').on(t.next_attempt_at).where(sql`status = 'pending'`),
-    index('deliveries_tenant_time_idx').on(t.tenant_id, t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
-    index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0`),
-    index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0`),
+    index('deliveries_tenant_time_idx').on(t.tenant_id, t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0 or skipped_at is not null`),
+    index('deliveries_destination_time_idx').on(t.tenant_id, t.destination_id, t.event_time, t.event_id).where(sql`attempt_count > 0 or skipped_at is not null`),
+    index('deliveries_time_idx').on(t.event_time, t.event_id, t.destination_id).where(sql`attempt_count > 0 or skipped_at is not null`),
+    index('deliveries_replay_idx').on(t.replay_job).where(sql`replay_job is not null`),
+    index('deliveries_order_idx').on(t.tenant_id, t.destination_id, t.order_key, t.order_seq).where(sql`status = 'pending' and order_key is not null`),
+    index('deliveries_waiting_idx').on(t.order_seq).where(sql`order_state = 'waiting'`),
   ],
 )
 
@@ -108,4 +124,49 @@ export const attempts = sqliteTable(
     destination_type: text('destination_type'),
   },
   (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
+)
+
+/** Replays (durable jobs): what to send again, where they stand, and the lease of the instance running one. */
+export const replay_jobs = sqliteTable(
+  'replay_jobs',
+  {
+    id: text('id').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    status: text('status').notNull(),
+    since: ts('since').notNull(),
+    until: ts('until').notNull(),
+    select_status: text('select_status').notNull(),
+    topics: json<string[]>('topics'),
+    matched: integer('matched').notNull(),
+    done: integer('done').notNull(),
+    failed: integer('failed').notNull(),
+    // Where the job stands: the last (event_time, event_id) counted, and the end of the batch handed out since.
+    cursor_time: ts('cursor_time'),
+    cursor_event: text('cursor_event'),
+    batch_time: ts('batch_time'),
+    batch_event: text('batch_event'),
+    batch_started_at: ts('batch_started_at'),
+    lease_owner: text('lease_owner'),
+    lease_until: ts('lease_until'),
+    created_at: ts('created_at').notNull(),
+    updated_at: ts('updated_at').notNull(),
+    finished_at: ts('finished_at'),
+  },
+  (t) => [
+    index('replay_jobs_running_idx').on(t.created_at).where(sql`status = 'running'`),
+    index('replay_jobs_destination_idx').on(t.tenant_id, t.destination_id, t.created_at),
+  ],
+)
+
+/** Per-destination token buckets of rate limits, shared by every instance (see sql-rate.ts). */
+export const rate_buckets = sqliteTable(
+  'rate_buckets',
+  {
+    tenant_id: text('tenant_id').notNull(),
+    destination_id: text('destination_id').notNull(),
+    tokens: real('tokens').notNull(),
+    refilled_at: ts('refilled_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenant_id, t.destination_id] })],
 )

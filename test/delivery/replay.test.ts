@@ -1,0 +1,252 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Outflow } from '../../src/engine.js'
+import type { ReplayJob } from '../../src/model/replay.js'
+import type { ReplayStep, ReplayStepRequest } from '../../src/storage/storage.js'
+import { engineKinds, rejection } from '../support/engines.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
+
+const quick = { pollIntervalMs: 50, retry: { schedule: [60_000], jitter: 0 }, timeoutMs: 2_000 }
+const day = 86_400_000
+const iso = (ms: number) => new Date(ms).toISOString()
+
+// Replay by range: a durable job that re-sends a destination's past deliveries with their original webhook-id.
+for (const kind of engineKinds()) {
+  describe.runIf(kind.available)(`replay: ${kind.name}`, () => {
+    let outflow: Outflow
+    let receiver: Awaited<ReturnType<typeof startReceiver>>
+    let release: () => void = () => {}
+    let held = new Promise<void>((resolve) => (release = resolve))
+    let releaseCancelled: () => void = () => {}
+    const cancelHeld = new Promise<void>((resolve) => (releaseCancelled = resolve))
+    /** Every step outcome of the replay runner, in order. */
+    const steps: { request: ReplayStepRequest; step: ReplayStep }[] = []
+    const T = 'replays'
+    beforeAll(async () => {
+      receiver = await startReceiver((r, n) => {
+        if (r.path.startsWith('/fail')) return { status: 500 }
+        if (r.path.startsWith('/held')) return { until: held }
+        if (r.path.startsWith('/cancelled')) return { until: cancelHeld }
+        // Fails the first request, then answers nothing (the attempt times out).
+        if (r.path.startsWith('/stuck')) return n === 0 ? { status: 500 } : { until: new Promise(() => {}) }
+        return {}
+      })
+      const storage = await kind.openStorage()
+      const advance = storage.advanceReplayJob.bind(storage)
+      const tapped = {
+        ...storage,
+        advanceReplayJob: async (request: ReplayStepRequest) => {
+          const step = await advance(request)
+          steps.push({ request, step })
+          return step
+        },
+      }
+      // batchSize 5: a replay yields while more than 5 fresh deliveries are due.
+      outflow = await kind.create({ storage: tapped, delivery: { ...quick, batchSize: 5 } })
+      await outflow.upsertTenant(T, {})
+      await outflow.upsertTenant('other', {})
+    })
+    afterAll(async () => {
+      release()
+      releaseCancelled()
+      await kind.cleanup()
+      await receiver.close()
+    })
+
+    /** A destination of its own topics (each test publishes its own), so tests do not feed each other's destinations. */
+    const hook = (path: string, topics: string[], extra: Record<string, unknown> = {}) =>
+      outflow.createDestination(T, { type: 'webhook', topics, config: { url: `${receiver.url}${path}` }, ...extra })
+    const ids = (path: string) => receiver.on(path).map((r) => String(r.headers['webhook-id']))
+    const finished = (destinationId: string, jobId: string, tenant = T) =>
+      waitFor(async () => {
+        const job = await outflow.getReplay(tenant, destinationId, jobId)
+        return job.status !== 'running' && job
+      }, 15_000, `replay ${jobId}`)
+
+    it('re-sends the failed deliveries of a time range with their original webhook-id, and counts them', async () => {
+      // One attempt each at a receiver that fails, then the receiver is fixed.
+      const d = await hook('/fail-then-fixed', ['t1.a', 't1.b'], { delivery: { max_attempts: 1 } })
+      const base = Date.now() - day
+      const published = []
+      for (let i = 0; i < 5; i++) published.push((await outflow.publish({ tenant_id: T, topic: i === 4 ? 't1.b' : 't1.a', time: iso(base + i * 1000), data: { i } })).id)
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'failed' })).models.length === 5, 10_000, 'five failed deliveries')
+      await outflow.updateDestination(T, d.id, { config: { url: `${receiver.url}/fixed` } })
+      // Events 1–3 by time; event 0 is before `since`, and event 4 has another topic.
+      const job = await outflow.replayDestination(T, d.id, { since: iso(base + 1000), until: iso(base + 4000), topics: ['t1.a'] })
+      expect(job).toMatchObject({ destination_id: d.id, status: 'running', matched: 3, done: 0, failed: 0, criteria: { status: 'failed', topics: ['t1.a'] } })
+      const ended = await finished(d.id, job.id)
+      expect(ended).toMatchObject({ status: 'completed', matched: 3, done: 3, failed: 0, finished_at: expect.any(String) })
+      expect(ids('/fixed').sort()).toEqual(published.slice(1, 4).sort())
+      const pairs = (await outflow.listEvents(T, { destination_id: d.id })).models
+      expect(pairs.filter((e) => e.status === 'success').map((e) => e.id).sort()).toEqual(published.slice(1, 4).sort())
+      // Replayed attempts are manual ones in the attempt log.
+      expect((await outflow.listDeliveries(T, published[1]!))[0]).toMatchObject({ status: 'success', manual: true })
+    })
+
+    it('counts a replayed attempt that fails again as failed', async () => {
+      const d = await hook('/fail-always', ['t2'], { delivery: { max_attempts: 1 } })
+      const { id } = await outflow.publish({ tenant_id: T, topic: 't2', data: {} })
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'failed' })).models.length === 1, 10_000, 'the failed delivery')
+      const job = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day) })
+      expect(await finished(d.id, job.id)).toMatchObject({ status: 'completed', matched: 1, done: 1, failed: 1 })
+      expect(ids('/fail-always')).toEqual([id, id])
+    })
+
+    it('selects by status: success re-sends delivered events, all re-sends every finished one', async () => {
+      const d = await hook('/by-status', ['t3'])
+      const { id } = await outflow.publish({ tenant_id: T, topic: 't3', data: {} })
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success' })).models.length === 1, 10_000, 'the first delivery recorded')
+      const failedOnly = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day) })
+      expect(await finished(d.id, failedOnly.id)).toMatchObject({ matched: 0, done: 0, status: 'completed' })
+      const success = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
+      expect(await finished(d.id, success.id)).toMatchObject({ matched: 1, done: 1, failed: 0 })
+      const all = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'all' })
+      expect(await finished(d.id, all.id)).toMatchObject({ matched: 1, done: 1 })
+      expect(ids('/by-status')).toEqual([id, id, id])
+    })
+
+    it('after re-enabling, a replay of status skipped sends exactly what was skipped; the enable answer says how', async () => {
+      const d = await hook('/skipped', ['t4'])
+      await outflow.disableDestination(T, d.id)
+      const skipped = []
+      for (let i = 0; i < 3; i++) skipped.push((await outflow.publish({ tenant_id: T, topic: 't4', data: { i } })).id)
+      const enabled = await outflow.enableDestination(T, d.id)
+      expect(enabled.disabled_at).toBeNull()
+      expect(enabled.recovery).toMatchObject({ skipped: 3, replay: { method: 'POST', path: `/tenants/${T}/destinations/${d.id}/replay`, body: { status: 'skipped' } } })
+      expect(enabled.recovery!.how_to_replay).toContain(`/tenants/${T}/destinations/${d.id}/replay`)
+      const { id: live } = await outflow.publish({ tenant_id: T, topic: 't4', data: {} })
+      const job = await outflow.replayDestination(T, d.id, enabled.recovery!.replay.body)
+      expect(await finished(d.id, job.id)).toMatchObject({ matched: 3, done: 3, failed: 0 })
+      await waitFor(() => receiver.on('/skipped').length === 4, 10_000, 'the live event')
+      expect(ids('/skipped').sort()).toEqual([...skipped, live].sort())
+      const pairs = (await outflow.listEvents(T, { destination_id: d.id })).models
+      expect(pairs.every((e) => e.status === 'success' && e.skipped_at === undefined)).toBe(true)
+      // Nothing is left to recover: the next enable answers without `recovery`.
+      await outflow.disableDestination(T, d.id)
+      expect(await outflow.enableDestination(T, d.id)).not.toHaveProperty('recovery')
+    })
+
+    it('enable with replay=skipped starts that replay in one call', async () => {
+      const d = await hook('/enable-replay', ['t5'])
+      await outflow.disableDestination(T, d.id)
+      const { id } = await outflow.publish({ tenant_id: T, topic: 't5', data: {} })
+      const enabled = await outflow.enableDestination(T, d.id, { replay: 'skipped' })
+      const job = enabled.recovery!.replay_job!
+      expect(job).toMatchObject({ destination_id: d.id, matched: 1, criteria: { status: 'skipped' } })
+      expect(await finished(d.id, job.id)).toMatchObject({ status: 'completed', done: 1 })
+      expect(ids('/enable-replay')).toEqual([id])
+    })
+
+    it('fans a tenant-wide replay out to one job per destination', async () => {
+      const a = await hook('/fan-a', ['fan'])
+      const b = await hook('/fan-b', ['fan'])
+      const off = await hook('/fan-off', ['fan'])
+      await outflow.disableDestination(T, off.id)
+      const since = iso(Date.now() - 1)
+      const { id } = await outflow.publish({ tenant_id: T, topic: 'fan', data: {} })
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: [a.id, b.id], status: 'success' })).models.length === 2, 10_000, 'the deliveries recorded')
+      const jobs = await outflow.replayTenant(T, { since, status: 'success', topics: ['fan'], destination_id: [a.id, b.id] })
+      expect(jobs.map((j) => j.destination_id).sort()).toEqual([a.id, b.id].sort())
+      for (const j of jobs) expect(await finished(j.destination_id, j.id)).toMatchObject({ matched: 1, done: 1 })
+      expect(ids('/fan-a')).toEqual([id, id])
+      expect(ids('/fan-b')).toEqual([id, id])
+      // Without destination_id: every enabled destination of the tenant, the disabled one left out.
+      const every = await outflow.replayTenant(T, { since, status: 'success', topics: ['fan'] })
+      expect(every.map((j) => j.destination_id)).toContain(a.id)
+      expect(every.map((j) => j.destination_id)).not.toContain(off.id)
+      for (const j of every) await finished(j.destination_id, j.id)
+      expect((await rejection(outflow.replayTenant(T, { since, destination_id: [off.id] }))).status).toBe(409)
+      expect((await rejection(outflow.replayTenant(T, { since, destination_id: [a.id, 'nope'] })))).toMatchObject({ status: 422, data: { 'destination_id.1': expect.any(String) } })
+    })
+
+    it('cancels a running replay: it stops after the batch already handed out', async () => {
+      // The receiver holds every request until released: the first batch is still in flight when cancelled.
+      const d = await hook('/cancelled', ['t7'], { delivery: { max_attempts: 1 } })
+      await outflow.disableDestination(T, d.id)
+      await outflow.publishMany(Array.from({ length: 300 }, (_, i) => ({ tenant_id: T, topic: 't7', data: { i } })))
+      await outflow.enableDestination(T, d.id)
+      const job = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'skipped' })
+      expect(job.matched).toBe(300)
+      await waitFor(() => steps.some((s) => s.request.id === job.id && s.step.outcome === 'handed'), 10_000, 'the first batch')
+      const cancelled = await outflow.cancelReplay(T, d.id, job.id)
+      expect(cancelled).toMatchObject({ status: 'cancelled', finished_at: expect.any(String), done: 0 })
+      // Cancelling again answers the job as it ended.
+      expect(await outflow.cancelReplay(T, d.id, job.id)).toEqual(cancelled)
+      releaseCancelled()
+      // The batch handed out (200) is attempted; the 100 after it were never handed out and stay skipped.
+      await waitFor(() => receiver.on('/cancelled').length === 200, 15_000, 'the batch handed out')
+      const pairs = (await outflow.listEvents(T, { destination_id: d.id, limit: 1000 })).models
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success', limit: 1000 })).models.length === 200, 10_000, 'the batch recorded')
+      expect(pairs).toHaveLength(300)
+      expect((await outflow.listEvents(T, { destination_id: d.id, limit: 1000 })).models.filter((e) => e.skipped_at).length).toBe(100)
+      expect(await outflow.getReplay(T, d.id, job.id)).toEqual(cancelled)
+    })
+
+    it('yields to fresh deliveries: hands out nothing while more are due than one claim takes', async () => {
+      const live = await hook('/held', ['t8.live'], { delivery: { timeout_ms: 30_000 } })
+      const d = await hook('/after-live', ['t8.old'])
+      const { id: old } = await outflow.publish({ tenant_id: T, topic: 't8.old', data: {} })
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success' })).models.length === 1, 10_000, 'the first delivery recorded')
+      // Fresh deliveries held by the receiver: pending and due until it answers.
+      await outflow.publishMany(Array.from({ length: 20 }, () => ({ tenant_id: T, topic: 't8.live', data: {} })))
+      const job = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
+      await waitFor(() => steps.some((s) => s.request.id === job.id && s.step.outcome === 'yielded'), 10_000, 'a step that yields')
+      expect(steps.filter((s) => s.request.id === job.id).every((s) => s.step.outcome === 'yielded')).toBe(true)
+      expect(receiver.on('/after-live').length).toBe(1)
+      release()
+      held = Promise.resolve()
+      expect(await finished(d.id, job.id)).toMatchObject({ status: 'completed', done: 1 })
+      expect(ids('/after-live')).toEqual([old, old])
+      // Every held live delivery was answered before the replayed one was sent.
+      const lastLive = Math.max(...receiver.on('/held').map((r) => r.at))
+      expect(receiver.on('/held')).toHaveLength(20)
+      expect(receiver.on('/after-live')[1]!.at).toBeGreaterThanOrEqual(lastLive)
+    })
+
+    it('rejects a bad request with the status that names it, and starts nothing', async () => {
+      const d = await hook('/bad', ['t9'])
+      const since = iso(Date.now() - day)
+      const cases: [unknown, string][] = [
+        [{}, 'since'],
+        [{ since: 'yesterday' }, 'since'],
+        [{ since, until: iso(Date.now() - 2 * day) }, 'until'],
+        [{ since, status: 'pending' }, 'status'],
+        [{ since, topics: [] }, 'topics'],
+        [{ since, topics: ['a b'] }, 'topics.0'],
+        [{ since, extra: 1 }, 'extra'],
+        [[], '(body)'],
+      ]
+      for (const [body, field] of cases) {
+        const err = await rejection(outflow.replayDestination(T, d.id, body))
+        expect(err.status, JSON.stringify(body)).toBe(422)
+        expect(err.data, JSON.stringify(body)).toHaveProperty([field])
+      }
+      expect((await rejection(outflow.replayDestination(T, 'nope', { since }))).status).toBe(404)
+      expect((await rejection(outflow.replayDestination('nobody', d.id, { since }))).status).toBe(404)
+      await outflow.disableDestination(T, d.id)
+      expect((await rejection(outflow.replayDestination(T, d.id, { since }))).status).toBe(409)
+      expect((await rejection(outflow.getReplay(T, d.id, 'rpl_missing'))).status).toBe(404)
+      expect((await rejection(outflow.cancelReplay(T, d.id, 'rpl_missing'))).status).toBe(404)
+    })
+
+    it("reads and cancels a job only through its own tenant and destination", async () => {
+      const d = await hook('/scoped', ['t10'])
+      const other = await hook('/scoped-other', ['t10'])
+      const job: ReplayJob = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day) })
+      expect((await rejection(outflow.getReplay(T, other.id, job.id))).status).toBe(404)
+      expect((await rejection(outflow.getReplay('other', d.id, job.id))).status).toBe(404)
+      expect((await rejection(outflow.cancelReplay('other', d.id, job.id))).status).toBe(404)
+      expect((await outflow.getReplay(T, d.id, job.id)).id).toBe(job.id)
+    })
+
+    it('ends a replay whose destination is deleted', async () => {
+      const d = await hook('/stuck', ['t11'], { delivery: { max_attempts: 1, timeout_ms: 1_000 } })
+      await outflow.publish({ tenant_id: T, topic: 't11', data: {} })
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'failed' })).models.length === 1, 10_000, 'the failed delivery')
+      const job = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day) })
+      // Its one delivery handed out and in flight (the receiver does not answer): the job cannot have ended.
+      await waitFor(() => steps.some((s) => s.request.id === job.id && s.step.outcome === 'handed'), 10_000, 'the batch handed out')
+      await outflow.deleteDestination(T, d.id)
+      expect(await outflow.getReplay(T, d.id, job.id)).toMatchObject({ status: 'cancelled', done: 0, finished_at: expect.any(String) })
+    })
+  })
+}

@@ -1,0 +1,58 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createOutflow } from '../../src/create-outflow.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { encryptionKey } from '../support/engines.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
+import { createTestDatabase, postgresAvailable } from '../support/services.js'
+
+// A destination's rate limit holds across engine processes sharing one Postgres (a token bucket in the
+// database), while an unlimited destination on the same engines runs at full speed.
+
+const worker = join(import.meta.dirname, '../fixtures/scale-worker.ts')
+
+function startInstance(url: string): { proc: ChildProcess; ready: Promise<void>; exited: Promise<unknown> } {
+  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, '30000', encryptionKey], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const ready = new Promise<void>((resolve) => proc.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve()))
+  return { proc, ready, exited: new Promise((r) => proc.on('exit', r)) }
+}
+
+describe.runIf(postgresAvailable)('per-destination rate limit across engine processes: postgres', () => {
+  const cleanups: (() => Promise<unknown>)[] = []
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c()
+  })
+
+  it('a destination limited to 50/s receives at most 50/s ± 10 % over 10 s with 3 instances; an unlimited one is not slowed', async () => {
+    const receiver = await startReceiver()
+    cleanups.push(receiver.close)
+    const db = await createTestDatabase()
+    cleanups.push(db.drop)
+    const api = await createOutflow({ storage: postgres({ url: db.url }), encryptionKey, auth: false, allowPrivateNetworks: true, delivery: { worker: false } })
+    cleanups.push(() => api.close())
+    await api.upsertTenant('rl', {})
+    await api.createDestination('rl', { id: 'limited', type: 'webhook', topics: ['slow'], config: { url: `${receiver.url}/limited` }, delivery: { rate_limit: { per_second: 50 } } })
+    await api.createDestination('rl', { id: 'free', type: 'webhook', topics: ['fast'], config: { url: `${receiver.url}/free` } })
+    const instances = [0, 1, 2].map(() => startInstance(db.url))
+    cleanups.push(async () => {
+      for (const i of instances) i.proc.kill('SIGKILL')
+      await Promise.all(instances.map((i) => i.exited))
+    })
+    await Promise.all(instances.map((i) => i.ready))
+    for (const topic of ['slow', 'fast'])
+      for (let i = 0; i < 1000; i += 500) await api.publishMany(Array.from({ length: 500 }, (_, j) => ({ tenant_id: 'rl', topic, data: { n: i + j } })))
+    await waitFor(() => receiver.on('/limited').length >= 650, 60_000, '650 deliveries to the limited destination')
+    const limited = receiver.on('/limited').map((r) => r.at).sort((a, b) => a - b)
+    const free = receiver.on('/free').map((r) => r.at).sort((a, b) => a - b)
+    // A 10 s window after the initial burst: 50/s ± 10 %.
+    const start = limited[50]!
+    const inWindow = limited.filter((at) => at >= start && at < start + 10_000).length
+    process.stdout.write(`rate limit: ${inWindow} deliveries in 10 s (${inWindow / 10}/s) at a limit of 50/s over 3 instances\n`)
+    expect(inWindow).toBeLessThanOrEqual(550)
+    expect(inWindow).toBeGreaterThanOrEqual(450)
+    // The unlimited destination got all 1,000 while the limited one had received fewer than 200.
+    expect(free).toHaveLength(1000)
+    expect(free.at(-1)!).toBeLessThan(limited[199]!)
+  }, 120_000)
+})
