@@ -71,7 +71,7 @@ async function claimTotals(sql: pg.Sql): Promise<{ calls: number; buffers: numbe
   const [row] = await sql<[{ calls: number; buffers: number; ms: number }]>`
     select coalesce(sum(calls), 0)::float8 as calls, coalesce(sum(shared_blks_hit + shared_blks_read), 0)::float8 as buffers,
       coalesce(sum(total_exec_time), 0)::float8 as ms
-    from pg_stat_statements where query like '%from "deliveries"%for update skip locked%'`
+    from pg_stat_statements where query like '%"deliveries"%for update skip locked%'`
   return row
 }
 

@@ -85,8 +85,14 @@ describe.runIf(canMount)('SQLite: the disk fills up', () => {
       }
     }
     expect(failed).toBeDefined()
-    // Through HTTP: a 503 with Retry-After, never a 500.
-    const response = await outflow.fetch(new Request('http://host/api/v1/publish', { method: 'POST', headers: admin, body: JSON.stringify({ id: 'http-full', tenant_id: 'acme', topic: 'order.created', data: { big } }) }))
+    // Through HTTP: a 503 with Retry-After, never a 500. (The checkpointer may have let the WAL start over
+    // in the room it already has, so a publish or two can still fit: publish until one does not.)
+    let response: Response | undefined
+    for (let i = 0; i < 50 && response?.status !== 503; i++) {
+      response = await outflow.fetch(new Request('http://host/api/v1/publish', { method: 'POST', headers: admin, body: JSON.stringify({ id: `http-full-${i}`, tenant_id: 'acme', topic: 'order.created', data: { big } }) }))
+      expect([202, 503]).toContain(response.status)
+    }
+    response = response!
     expect(response.status).toBe(503)
     expect(response.headers.get('retry-after')).toBe('1')
     // Nothing of the failed batch was written.
