@@ -9,7 +9,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startCluster, type Cluster } from '../support/pg-cluster.js'
 import { diskFull, holdWriteLock, killEngines, lockQueueTable, pause, receiverFault, restart, terminateBackends } from './fault-actions.js'
-import { runHeldXmin, type HeldXminResult } from './held-xmin.js'
+import { runHeldXmin, type HeldXminOptions, type HeldXminResult } from './held-xmin.js'
 import { runRetryStorm, type StormOptions, type StormResult } from './retry-storm.js'
 import { postgresTarget, runScenario, sqliteTarget, type ScenarioOptions, type ScenarioResult, type ScenarioTarget } from './scenarios.js'
 
@@ -23,6 +23,15 @@ const base: Omit<ScenarioOptions, 'name' | 'fault'> = {
 }
 /** Receiver faults: retries every 2 s, and no auto-disable (the burst would disable the destination, see README). */
 const receiverEngine = { ...base.engine, retry: { schedule: Array.from({ length: 30 }, () => 2_000) }, autoDisable: false }
+const xminOptions: Omit<HeldXminOptions, 'name'> = {
+  publishers: 8,
+  rate: 25,
+  beforeMs: 20_000,
+  holdMs: 120_000,
+  afterMs: 40_000,
+  engine: { timeoutMs: 5_000, leaseMs: 30_000, pollIntervalMs: 1_000 },
+  drainMs: 120_000,
+}
 const storm: Omit<StormOptions, 'name' | 'engines'> = {
   deliveries: 10_000,
   outageMs: 30_000,
@@ -82,9 +91,9 @@ const fromStorm = (storage: string, r: StormResult): Omit<Row, 'scenario' | 'loa
   return { storage, published: r.published, acknowledged: r.published, delivered: r.delivered, lost: r.lost, duplicates: r.duplicates, faultLatencyMs: null, recoverMs: r.recoverMs, peakErrorRate: null, rates: null, bad: 0, recovered: r.unrecorded === 0 && r.mismatched === 0 }
 }
 
-let xmin: HeldXminResult | undefined
-const fromXmin = (r: HeldXminResult): Omit<Row, 'scenario' | 'load'> => {
-  xmin = r
+const xmins: (HeldXminResult & { holder: string })[] = []
+const fromXmin = (holder: string, r: HeldXminResult): Omit<Row, 'scenario' | 'load'> => {
+  xmins.push({ ...r, holder })
   const [before, after] = [r.phases.find((p) => p.phase === 'before'), r.phases.find((p) => p.phase === 'after')]
   const rates: [number, number] | null = before && after ? [before.publishedPerSecond, after.publishedPerSecond] : null
   return { storage: 'postgres', published: r.published, acknowledged: r.published, delivered: r.delivered, lost: r.lost, duplicates: r.duplicates, faultLatencyMs: r.maxHeldLatencyMs, recoverMs: 0, peakErrorRate: null, rates, bad: r.badPublishes, recovered: r.unrecorded === 0 }
@@ -103,8 +112,11 @@ const scenarios: { name: string; run(env: Env): Promise<Omit<Row, 'scenario' | '
   { name: 'retry storm (10,000 deliveries, 503 + Retry-After: 30 for 30 s)', run: async (env) => fromStorm('sqlite', await runRetryStorm(lite(env, 'storm'), { ...storm, name: 'storm', engines: 1 })) },
   {
     name: 'held xmin (idle in transaction with an XID for 2 min, 200 publishes/s)',
-    run: async (env) =>
-      fromXmin(await runHeldXmin(await pg(env, 'xmin'), { name: 'xmin', publishers: 8, rate: 25, beforeMs: 20_000, holdMs: 120_000, afterMs: 40_000, engine: { timeoutMs: 5_000, leaseMs: 30_000, pollIntervalMs: 1_000 }, drainMs: 120_000 })),
+    run: async (env) => fromXmin('idle session', await runHeldXmin(await pg(env, 'xmin'), { ...xminOptions, name: 'xmin' })),
+  },
+  {
+    name: 'held xmin (an outbox host transaction open for 2 min, 200 publishes/s)',
+    run: async (env) => fromXmin('outbox host', await runHeldXmin(await pg(env, 'outbox'), { ...xminOptions, name: 'outbox', holder: 'outbox' })),
   },
   { name: 'receiver hangs (accepts, never answers) for 15 s', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'hang'), { ...base, engine: receiverEngine, name: 'hang', fault: receiverFault('hang', 15_000) })) },
   { name: 'receiver answers 200 after the attempt timeout for 15 s', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'late'), { ...base, engine: receiverEngine, name: 'late', fault: receiverFault({ lateMs: 6_000 }, 15_000) })) },
@@ -188,24 +200,27 @@ if (storms.length) {
     ),
   )
 }
-if (xmin) {
+if (xmins.length) {
   console.log('\nHeld xmin, per phase: deliveries and publishes per second, backlog, dead tuples at the end of the phase, and buffers one claim reads\n')
   console.log(
     table(
-      ['phase', 'delivered/s', 'published/s', 'backlog', 'dead deliveries', 'dead events', 'dead attempts', 'full-scan claim buffers', 'engine claims/s', 'buffers per engine claim', 'claim DB ms/s'],
-      xmin.phases.map((p) => [
-        p.phase,
-        p.deliveredPerSecond.toFixed(0),
-        p.publishedPerSecond.toFixed(0),
-        p.backlog,
-        p.dead.deliveries,
-        p.dead.events,
-        p.dead.attempts,
-        p.claimBuffers,
-        p.claims.perSecond.toFixed(0),
-        p.claims.buffersPerCall.toFixed(0),
-        p.claims.msPerSecond.toFixed(1),
-      ]),
+      ['holder', 'phase', 'delivered/s', 'published/s', 'backlog', 'dead deliveries', 'dead events', 'dead attempts', 'full-scan claim buffers', 'engine claims/s', 'buffers per engine claim', 'claim DB ms/s'],
+      xmins.flatMap((x) =>
+        x.phases.map((p) => [
+          x.holder,
+          p.phase,
+          p.deliveredPerSecond.toFixed(0),
+          p.publishedPerSecond.toFixed(0),
+          p.backlog,
+          p.dead.deliveries,
+          p.dead.events,
+          p.dead.attempts,
+          p.claimBuffers,
+          p.claims.perSecond.toFixed(0),
+          p.claims.buffersPerCall.toFixed(0),
+          p.claims.msPerSecond.toFixed(1),
+        ]),
+      ),
     ),
   )
 }

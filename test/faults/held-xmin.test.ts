@@ -3,8 +3,10 @@ import { clusterAvailable, startCluster, type Cluster } from '../support/pg-clus
 import { runHeldXmin } from './held-xmin.js'
 import { postgresTarget } from './scenarios.js'
 
-// Fault scenario 7, short version (the long one holds the XID for two minutes: `npm run chaos -- xmin`).
-describe.runIf(clusterAvailable)('held xmin: a session idle in transaction while the engine runs', () => {
+// Fault scenario 7, short version (the long ones hold the XID for two minutes: `npm run chaos -- xmin`).
+// The XID is held by an outbox host: a transaction that published an event with publish(e, { tx }) and
+// stays open (an idle session holding one does the same to vacuum; the chaos run has both).
+describe.runIf(clusterAvailable)('held xmin: an outbox host transaction left open while the engine runs', () => {
   let cluster: Cluster
   beforeAll(async () => {
     cluster = await startCluster({ statements: true })
@@ -13,7 +15,7 @@ describe.runIf(clusterAvailable)('held xmin: a session idle in transaction while
     await cluster?.stop()
   })
 
-  it('the queue keeps up while dead rows pile up, and vacuum reclaims them once the session ends', async () => {
+  it('the queue keeps up while dead rows pile up, vacuum reclaims them once the transaction ends, and its event is delivered', async () => {
     const publishers = 4
     const rate = 25
     const r = await runHeldXmin(await postgresTarget(cluster, 'xmin'), {
@@ -25,6 +27,7 @@ describe.runIf(clusterAvailable)('held xmin: a session idle in transaction while
       afterMs: 5_000,
       engine: { timeoutMs: 5_000, leaseMs: 10_000, pollIntervalMs: 1_000 },
       drainMs: 30_000,
+      holder: 'outbox',
     })
     expect(r.engineErrors).toEqual([])
     expect(r.badPublishes).toBe(0)

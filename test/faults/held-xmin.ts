@@ -6,6 +6,9 @@
 // where every delivery goes through a claim).
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'postgres'
+import { createOutflow } from '../../src/create-outflow.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { encryptionKey } from '../support/engines.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { api, engineErrors, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
 import { byId, postgresOf, unrecorded, type ScenarioTarget } from './scenarios.js'
@@ -20,6 +23,8 @@ export interface HeldXminOptions {
   afterMs: number
   engine: EngineOptions
   drainMs: number
+  /** Who holds the XID: a session idle in transaction (default), or an outbox host's transaction that published an event. */
+  holder?: 'idle' | 'outbox'
 }
 
 export interface PhaseFigures {
@@ -79,6 +84,11 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
   const { url } = postgresOf(target)
   const sql = pg(url, { max: 1, onnotice: () => {} })
   const holder = pg(url, { max: 1, onnotice: () => {} })
+  const quiet = { debug() {}, info() {}, warn() {}, error() {} }
+  const host =
+    options.holder === 'outbox'
+      ? await createOutflow({ storage: postgres({ url, max: 2 }), encryptionKey, migrate: false, logger: quiet, delivery: { worker: false } })
+      : undefined
   const receiver = await startReceiver()
   const engines: EngineProcess[] = []
   try {
@@ -135,11 +145,13 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
       })
     }
     await phase('before', options.beforeMs)
-    // Idle in transaction with an XID: the oldest xmin every vacuum of this database must respect.
+    // Idle in transaction with an XID: the oldest xmin every vacuum of this database must respect. An
+    // outbox host publishes its event in the transaction it holds open (publish(e, { tx })).
     let release!: () => void
     const released = new Promise<void>((resolve) => (release = resolve))
     const held = holder.begin(async (tx) => {
-      await tx`select txid_current()`
+      if (host) await host.publish({ id: 'held-outbox', tenant_id: 'acme', topic: 'order.created', data: {} }, { tx })
+      else await tx`select txid_current()`
       await released
     })
     holding = true
@@ -147,6 +159,7 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
     holding = false
     release()
     await held
+    if (host) acked.push('held-outbox')
     await phase('after', options.afterMs)
     stopping = true
     await Promise.all(publishers)
@@ -176,6 +189,7 @@ export async function runHeldXmin(target: ScenarioTarget, options: HeldXminOptio
   } finally {
     await stopEngines(engines)
     await receiver.close()
+    await host?.close()
     await holder.end()
     await sql.end()
   }
