@@ -1,6 +1,7 @@
 import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
 import * as metrics from './sql-metrics.js'
+import * as portal from './sql-portal.js'
 import * as queue from './sql-queue.js'
 import * as retention from './sql-retention.js'
 import type { Storage } from './storage.js'
@@ -43,5 +44,7 @@ export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migr
     eventMetrics: (q) => metrics.eventMetrics(ctx, q),
     attemptMetrics: (q) => metrics.attemptMetrics(ctx, q),
     pruneEvents: (q) => retention.pruneEvents(ctx, q),
+    insertPortalCode: (code, now) => portal.insertPortalCode(ctx, code, now),
+    takePortalCode: (hash) => portal.takePortalCode(ctx, hash),
   }
 }

@@ -110,3 +110,18 @@ export const attempts = pgTable(
   },
   (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
 )
+
+/**
+ * Portal sign-in codes (`GET /tenants/{id}/portal`): short-lived and single-use. Only a SHA-256 of the
+ * code is kept, so reading this table yields nothing to sign in with; using a code deletes its row.
+ */
+export const portal_codes = pgTable(
+  'portal_codes',
+  {
+    code_hash: text('code_hash').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    tenant_created_at: ts('tenant_created_at').notNull(),
+    expires_at: ts('expires_at').notNull(),
+  },
+  (t) => [index('portal_codes_expires_idx').on(t.expires_at)],
+)
