@@ -34,8 +34,7 @@ export const outflowFastify: FastifyPluginAsync<OutflowFastifyOptions> = async (
 }
 
 /**
- * The built-in tenant portal as a Fastify plugin: `GET`/`HEAD` of `portal.path` (default `/portal`)
- * and below. Register it without a prefix; its page calls the API under `basePath` (default `/api/v1`).
+ * The built-in tenant portal as a Fastify plugin: `portal.path` (default `/portal`) and below. Register it without a prefix; its page calls the API under `basePath` (default `/api/v1`).
  *
  * @example
  * await app.register(outflowFastify, { outflow, prefix: '/api/v1' })
@@ -45,7 +44,7 @@ export const outflowPortalFastify: FastifyPluginAsync<OutflowFastifyOptions> = a
   const handle = createHttpHandler(outflow, { basePath, logger })
   const { path } = outflow.options.portal
   const serve = async (request: FastifyRequest, reply: FastifyReply) => reply.send(await handle(toWebRequest(request.raw, request.raw.url ?? '/')))
-  // GET routes answer HEAD too (Fastify's exposeHeadRoutes).
-  fastify.get(path, serve)
-  fastify.get(`${path}/*`, serve)
+  // Every method: the portal answers what it does not serve (405 with Allow: GET, HEAD) itself.
+  fastify.all(path, serve)
+  fastify.all(`${path}/*`, serve)
 }
