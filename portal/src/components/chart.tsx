@@ -9,8 +9,8 @@ export interface ChartPoint {
   failed: number
 }
 
-const width = 640
-const height = 180
+const width = 720
+const height = 200
 const pad = { top: 12, right: 40, bottom: 24, left: 36 }
 
 function niceMax(value: number): number {
@@ -53,7 +53,7 @@ export function DeliveryChart({ title, points }: { title: string; points: ChartP
           <span class="legend legend-rate">error rate</span>
         </span>
       </figcaption>
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={summary} preserveAspectRatio="none">
+      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={summary}>
         <line class="axis" x1={pad.left} x2={width - pad.right} y1={y(0)} y2={y(0)} />
         <line class="grid" x1={pad.left} x2={width - pad.right} y1={y(max)} y2={y(max)} />
         <text class="tick" x={pad.left - 6} y={y(max) + 4} text-anchor="end">

@@ -265,12 +265,25 @@ function DestinationForm({ type, existing }: FormProps) {
   )
 }
 
+/** A form page that could not open: its title, what went wrong, a way back. */
+function Unavailable({ title, error, retry }: { title: string; error: Error; retry?: () => void }) {
+  return (
+    <section aria-labelledby="page-title">
+      <PageTitle>{title}</PageTitle>
+      <ErrorBox error={error} retry={retry} />
+      <p>
+        <a href={href([])}>Back to destinations</a>
+      </p>
+    </section>
+  )
+}
+
 export function NewDestinationPage({ typeName }: { typeName: string }) {
   const types = useLoad(destinationTypes, [])
-  if (types.error) return <ErrorBox error={types.error} retry={types.reload} />
+  if (types.error) return <Unavailable title="New destination" error={types.error} retry={types.reload} />
   if (!types.data) return <p class="muted">Loading…</p>
   const type = typeOf(types.data, typeName)
-  if (!type) return <ErrorBox error={new Error(`Unknown destination type: ${typeName}`)} />
+  if (!type) return <Unavailable title="New destination" error={new Error(`Unknown destination type: ${typeName}`)} />
   return <DestinationForm type={type} />
 }
 
@@ -279,8 +292,9 @@ export function EditDestinationPage({ id }: { id: string }) {
     const [destination, types] = await Promise.all([api<Destination>('GET', tenantPath(`/destinations/${encodeURIComponent(id)}`)), destinationTypes()])
     return { destination, type: typeOf(types, destination.type) }
   }, [id])
-  if (loaded.error) return <ErrorBox error={loaded.error} retry={loaded.reload} />
+  if (loaded.error)
+    return <Unavailable title="Edit destination" error={loaded.error instanceof ApiError && loaded.error.status === 404 ? new Error(`No destination ${id} here.`) : loaded.error} />
   if (!loaded.data) return <p class="muted">Loading…</p>
-  if (!loaded.data.type) return <ErrorBox error={new Error(`Unknown destination type: ${loaded.data.destination.type}`)} />
+  if (!loaded.data.type) return <Unavailable title="Edit destination" error={new Error(`Unknown destination type: ${loaded.data.destination.type}`)} />
   return <DestinationForm type={loaded.data.type} existing={loaded.data.destination} />
 }

@@ -121,8 +121,8 @@ export function EventPage({ id, destinationId }: { id: string; destinationId: st
           </p>
         </div>
         <div class="actions">
-          <button type="button" class="button primary" disabled={retrying} onClick={retry}>
-            Retry delivery
+          <button type="button" class={event.status === 'failed' ? 'button primary' : 'button'} disabled={retrying} onClick={retry}>
+            {event.status === 'failed' ? 'Retry delivery' : 'Send again'}
           </button>
           <button type="button" class="button" onClick={loaded.reload}>
             Refresh
