@@ -15,6 +15,27 @@ import { startExampleServer, startExpressServer, type PortalServer, type Storage
 
 const docs = join(import.meta.dirname, '../../docs')
 
+/** Values for the required fields of each type's form (nothing is contacted when a destination is created). */
+const aws = { key: 'AKIAPORTALTEST01', secret: 'portal-aws-secret-value' }
+const formValues: Record<string, { config?: Record<string, string>; credentials?: Record<string, string>; secret?: string }> = {
+  cloudx_sqs: { config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders' }, credentials: aws, secret: aws.secret },
+  amqp_broker: { config: { server_url: 'rabbit.example.com:5672' }, credentials: { username: 'outflow', password: 'broker-password-value' }, secret: 'broker-password-value' },
+  relay: { credentials: { token: 'relay-token-value-0123' }, secret: 'relay-token-value-0123' },
+  cloudx_kinesis: { config: { stream_name: 'orders', region: 'us-east-1' }, credentials: aws, secret: aws.secret },
+  cloudy_servicebus: {
+    config: { name: 'orders' },
+    credentials: { connection_string: 'Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=c2VjcmV0dmFsdWU=' },
+    secret: 'c2VjcmV0dmFsdWU=',
+  },
+  cloudx_s3: { config: { bucket: 'orders-archive', region: 'eu-west-1' }, credentials: aws, secret: aws.secret },
+  cloudz_pubsub: {
+    config: { project_id: 'acme-project', topic: 'orders' },
+    credentials: { service_account_json: JSON.stringify({ type: 'authorized_user', client_id: 'id.apps.googleusercontent.com', client_secret: 'pubsub-client-secret', refresh_token: '1//refresh' }) },
+    secret: 'pubsub-client-secret',
+  },
+}
+
+/** `screenshots`: this run also writes docs/portal-*.png and walks the checks that do not depend on the host or storage (all 8 types' forms, replay, keyboard). */
 const servers: { name: string; start: () => Promise<PortalServer>; storage: StorageName; screenshots: boolean }[] = [
   { name: 'the example server (Hono) on SQLite', start: () => startExampleServer('sqlite'), storage: 'sqlite', screenshots: true },
   { name: 'the example server (Hono) on Postgres', start: () => startExampleServer('postgres'), storage: 'postgres', screenshots: false },
@@ -48,7 +69,7 @@ for (const setup of servers) {
       return { status: response.status, body: (await response.json()) as any }
     }
     const signInLink = async (tenant: string, theme?: string) => (await api('GET', `/tenants/${tenant}/portal${theme ? `?theme=${theme}` : ''}`)).body.redirect_url as string
-    const publish = (id: string, data: unknown, retry = true) => api('POST', '/publish', { id, tenant_id: 'acme', topic: 'order.created', data, eligible_for_retry: retry })
+    const publish = (id: string, data: unknown, retry = true, topic = 'order.created') => api('POST', '/publish', { id, tenant_id: 'acme', topic, data, eligible_for_retry: retry })
     const go = async (hash: string) => {
       await page.evaluate((h) => (location.hash = h), hash)
       await page.getByRole('heading', { level: 1 }).first().waitFor()
@@ -135,7 +156,15 @@ for (const setup of servers) {
       expect(await page.locator('.secret-value').first().textContent()).not.toContain(secret)
       await page.getByRole('button', { name: 'Reveal' }).first().click()
       expect(await page.locator('.secret-value').first().textContent()).toBe(secret)
+      await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.origin })
+      await page.getByRole('button', { name: 'Copy' }).first().click()
+      await page.getByText('Signing secret copied to the clipboard').waitFor()
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret)
       await noAxeViolations('destination page')
+      // This engine has no replay route (the recovery feature): its OpenAPI document says so, and the button stays hidden.
+      await waitFor(() => requested.includes('/api/v1/openapi.json'), 5_000, 'the replay feature check')
+      await page.waitForLoadState('networkidle')
+      expect(await page.getByRole('button', { name: 'Replay events' }).count()).toBe(0)
     })
 
     it('shows a published event and its successful attempt, and the payload', async () => {
@@ -215,9 +244,17 @@ for (const setup of servers) {
       const other = await api('POST', '/tenants/acme/destinations', { type: 'webhook', topics: ['invoice.*'], config: { url: `${sink.url}/second` } })
       ids.other = other.body.id
       await go(`#/destinations/${ids.other}`)
-      await page.getByRole('button', { name: 'Delete' }).click()
+      // By keyboard: Enter opens the dialog with the focus inside, Escape closes it and gives the focus back.
+      const remove = page.getByRole('button', { name: 'Delete' })
+      await remove.focus()
+      await page.keyboard.press('Enter')
       const dialog = page.getByRole('dialog', { name: 'Delete this destination?' })
       await dialog.waitFor()
+      expect(await dialog.evaluate((d) => d.contains(document.activeElement))).toBe(true)
+      await page.keyboard.press('Escape')
+      await dialog.waitFor({ state: 'detached' })
+      expect(await remove.evaluate((e) => e === document.activeElement)).toBe(true)
+      await remove.click()
       await dialog.getByRole('button', { name: 'Cancel' }).click()
       await dialog.waitFor({ state: 'detached' })
       expect((await api('GET', `/tenants/acme/destinations/${ids.other}`)).status).toBe(200)
@@ -236,6 +273,84 @@ for (const setup of servers) {
       await chart.waitFor()
       await noAxeViolations('metrics page')
       await shot('portal-metrics.png')
+    })
+
+    it('filters the event log by topic, destination and time, and pages through it', async () => {
+      const before = sink.received.length
+      for (let i = 1; i <= 24; i++) expect((await publish(`bulk-${String(i).padStart(2, '0')}`, { n: i })).status).toBe(202)
+      expect((await publish('invoice-7', { invoice: 7 }, true, 'invoice.paid')).status).toBe(202)
+      await waitFor(() => sink.received.length >= before + 25, 20_000, 'the 25 deliveries')
+      await go('#/events')
+      const rows = page.locator('table.list tbody tr')
+      await refreshUntil(page.getByRole('row').filter({ hasText: 'invoice-7' }), 'invoice-7 in the event log')
+      // 27 events: a page of 25, then the 2 oldest.
+      expect(await rows.count()).toBe(25)
+      await page.getByRole('button', { name: 'Older' }).click()
+      await page.getByRole('row').filter({ hasText: 'order-1001' }).waitFor()
+      expect(await rows.count()).toBe(2)
+      expect(await page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true)
+      await page.getByRole('button', { name: 'Newer' }).click()
+      await page.getByRole('row').filter({ hasText: 'invoice-7' }).waitFor()
+      expect(await rows.count()).toBe(25)
+
+      await page.getByLabel('Topic').fill('invoice.paid')
+      await page.getByRole('button', { name: 'Apply filters' }).click()
+      await waitFor(async () => (await rows.count()) === 1, 10_000, 'the topic filter')
+      expect(await rows.first().textContent()).toContain('invoice-7')
+      await page.getByLabel('Topic').fill('')
+      await page.getByLabel('Destination').selectOption({ label: `127.0.0.1:${sink.port}` })
+      await page.getByLabel('From').fill('2099-01-01T00:00')
+      await page.getByRole('button', { name: 'Apply filters' }).click()
+      await page.getByText('No events match').waitFor()
+      expect(new URL(page.url()).hash).toContain(`destination_id=${ids.destination}`)
+      await page.getByLabel('From').fill('2020-01-01T00:00')
+      await page.getByRole('button', { name: 'Apply filters' }).click()
+      await waitFor(async () => (await rows.count()) === 25, 10_000, 'the time filter')
+    })
+
+    it.runIf(setup.screenshots)('creates a destination of each of the 8 types from its generated form, showing no secret', async () => {
+      for (const [type, values] of Object.entries(formValues)) {
+        await go(`#/destinations/new/${type}`)
+        for (const [key, value] of Object.entries(values.config ?? {})) await page.locator(`#f-config-${key}`).fill(value)
+        for (const [key, value] of Object.entries(values.credentials ?? {})) {
+          const input = page.locator(`#f-credentials-${key}`)
+          expect(await input.getAttribute('type'), `${type} ${key}`).toBe(key === 'key' || key === 'username' ? 'text' : 'password')
+          await input.fill(value)
+        }
+        await noAxeViolations(`${type} form`)
+        await page.getByRole('button', { name: 'Create destination' }).click()
+        await page.getByRole('button', { name: 'Rotate secret' }).or(page.getByRole('button', { name: 'Delete' })).first().waitFor()
+        const id = decodeURIComponent(new URL(page.url()).hash.replace('#/destinations/', ''))
+        expect((await api('GET', `/tenants/acme/destinations/${id}`)).body.type, type).toBe(type)
+        expect(await page.content(), type).not.toContain(values.secret!)
+        await api('DELETE', `/tenants/acme/destinations/${id}`)
+      }
+    })
+
+    it.runIf(setup.screenshots)('offers replay once the engine has the route, and posts the range', async () => {
+      // The recovery feature's route is not on this engine: a stand-in answers for it, in the browser only.
+      const replay = await browser.context.newPage()
+      let posted: unknown
+      await replay.route('**/api/v1/openapi.json', async (route) => {
+        const response = await route.fetch()
+        const doc = await response.json()
+        doc.paths['/tenants/{tenant_id}/destinations/{destination_id}/replay'] = { post: { operationId: 'replayDestination' } }
+        await route.fulfill({ response, json: doc })
+      })
+      await replay.route('**/replay', async (route) => {
+        posted = route.request().postDataJSON()
+        await route.fulfill({ status: 202, json: { id: 'rpl_1', status: 'running', matched: 27, done: 0, failed: 0, created_at: new Date().toISOString() } })
+      })
+      await replay.goto(await signInLink('acme'))
+      await replay.getByRole('heading', { name: 'Destinations', level: 1 }).waitFor()
+      await replay.evaluate((h) => (location.hash = h), `#/destinations/${ids.destination}`)
+      await replay.getByRole('button', { name: 'Replay events' }).click()
+      const dialog = replay.getByRole('dialog', { name: 'Replay events' })
+      await dialog.getByLabel('Events').selectOption('failed')
+      await dialog.getByRole('button', { name: 'Replay' }).click()
+      await dialog.getByText('Replay rpl_1: running, 0 of 27 done.').waitFor()
+      expect(posted).toEqual({ since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), status: 'failed' })
+      await replay.close()
     })
 
     it('cannot reach another tenant’s data by editing URLs', async () => {
@@ -261,6 +376,16 @@ for (const setup of servers) {
       await noAxeViolations('destinations page, dark')
       await go(`#/events/order-1001?destination_id=${ids.destination}`)
       await noAxeViolations('event page, dark')
+      // The payload tree folds from the keyboard; the skip link leads into the page.
+      const items = page.getByRole('group', { name: 'Event payload' }).locator('summary').filter({ hasText: '"items"' })
+      await items.focus()
+      await page.keyboard.press('Enter')
+      expect(await items.evaluate((s) => (s.parentElement as HTMLDetailsElement).open)).toBe(false)
+      const skip = page.getByRole('link', { name: 'Skip to content' })
+      await skip.focus()
+      expect((await skip.boundingBox())!.y).toBeGreaterThanOrEqual(0)
+      await page.keyboard.press('Enter')
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('main')
       await page.setViewportSize({ width: 390, height: 844 })
       await go('#/')
       expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)

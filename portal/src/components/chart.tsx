@@ -9,14 +9,22 @@ export interface ChartPoint {
   failed: number
 }
 
+// The SVG stretches to its box (preserveAspectRatio none, strokes kept thin with non-scaling-stroke);
+// the labels are HTML around it, so they stay readable at any width.
 const width = 720
-const height = 200
-const pad = { top: 12, right: 40, bottom: 24, left: 36 }
+const height = 160
+const pad = { top: 6, right: 0, bottom: 0, left: 0 }
 
 function niceMax(value: number): number {
   if (value <= 5) return 5
   const magnitude = 10 ** Math.floor(Math.log10(value))
   return Math.ceil(value / magnitude) * magnitude
+}
+
+/** A single rate point as a short level line across its bar's slot (a dot would stretch with the plot). */
+function widen(point: string, step: number): string[] {
+  const [x, y] = point.split(',').map(Number) as [number, number]
+  return [`${(x - step * 0.45).toFixed(1)},${y}`, `${(x + step * 0.45).toFixed(1)},${y}`]
 }
 
 function tickLabel(time: Date, spanMs: number): string {
@@ -53,35 +61,30 @@ export function DeliveryChart({ title, points }: { title: string; points: ChartP
           <span class="legend legend-rate">error rate</span>
         </span>
       </figcaption>
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={summary}>
-        <line class="axis" x1={pad.left} x2={width - pad.right} y1={y(0)} y2={y(0)} />
-        <line class="grid" x1={pad.left} x2={width - pad.right} y1={y(max)} y2={y(max)} />
-        <text class="tick" x={pad.left - 6} y={y(max) + 4} text-anchor="end">
-          {max}
-        </text>
-        <text class="tick" x={pad.left - 6} y={y(0) + 4} text-anchor="end">
-          0
-        </text>
-        <text class="tick" x={width - pad.right + 6} y={y(max) + 4}>
-          100%
-        </text>
-        {points.map((p, i) => {
-          const x = pad.left + step * i + (step - barW) / 2
-          return (
-            <g key={i}>
-              <rect class="bar-success" x={x} y={y(p.successful)} width={barW} height={y(0) - y(p.successful)} />
-              <rect class="bar-failed" x={x} y={y(p.successful + p.failed)} width={barW} height={y(p.successful) - y(p.successful + p.failed)} />
-            </g>
-          )
-        })}
-        {rateLine.length > 1 && <polyline class="rate-line" points={rateLine.join(' ')} />}
-        {rateLine.length === 1 && <circle class="rate-dot" cx={rateLine[0]!.split(',')[0]} cy={rateLine[0]!.split(',')[1]} r="3" />}
+      <div class="chart-plot">
+        <span class="chart-y chart-y-max" aria-hidden="true">{max}</span>
+        <span class="chart-y chart-y-min" aria-hidden="true">0</span>
+        <span class="chart-y chart-y-rate" aria-hidden="true">100%</span>
+        <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={summary} preserveAspectRatio="none">
+          <line class="grid" x1={0} x2={width} y1={y(max)} y2={y(max)} vector-effect="non-scaling-stroke" />
+          {points.map((p, i) => {
+            const x = pad.left + step * i + (step - barW) / 2
+            return (
+              <g key={i}>
+                <rect class="bar-success" x={x} y={y(p.successful)} width={barW} height={y(0) - y(p.successful)} />
+                <rect class="bar-failed" x={x} y={y(p.successful + p.failed)} width={barW} height={y(p.successful) - y(p.successful + p.failed)} />
+              </g>
+            )
+          })}
+          <line class="axis" x1={0} x2={width} y1={y(0)} y2={y(0)} vector-effect="non-scaling-stroke" />
+          {rateLine.length > 0 && <polyline class="rate-line" points={(rateLine.length > 1 ? rateLine : widen(rateLine[0]!, step)).join(' ')} vector-effect="non-scaling-stroke" />}
+        </svg>
+      </div>
+      <div class="chart-x" aria-hidden="true">
         {ticks.map((i) => (
-          <text key={i} class="tick" x={pad.left + step * i + step / 2} y={height - 6} text-anchor="middle">
-            {tickLabel(points[i]!.time, spanMs)}
-          </text>
+          <span key={i}>{tickLabel(points[i]!.time, spanMs)}</span>
         ))}
-      </svg>
+      </div>
       <p class="chart-summary">{summary}</p>
       <details class="chart-data">
         <summary>Data table</summary>

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact'
-import { useEffect, useRef } from 'preact/hooks'
+import { useModal } from './modal.js'
 
 /**
  * A modal confirmation (`<dialog>`: focus moves in and returns, Escape cancels).
@@ -8,12 +8,7 @@ import { useEffect, useRef } from 'preact/hooks'
  * {asking && <Confirm title="Delete destination?" action="Delete" onConfirm={remove} onCancel={() => setAsking(false)}>…</Confirm>}
  */
 export function Confirm(props: { title: string; action: string; danger?: boolean; onConfirm: () => void; onCancel: () => void; children?: ComponentChildren }) {
-  const dialog = useRef<HTMLDialogElement>(null)
-  useEffect(() => {
-    const element = dialog.current
-    if (element && !element.open) element.showModal()
-    return () => element?.close()
-  }, [])
+  const dialog = useModal()
   return (
     <dialog ref={dialog} class="dialog" aria-labelledby="confirm-title" onCancel={(e) => (e.preventDefault(), props.onCancel())}>
       <h2 id="confirm-title">{props.title}</h2>

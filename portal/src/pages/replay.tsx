@@ -1,5 +1,6 @@
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, tenantPath } from '../api.js'
+import { useModal } from '../components/modal.js'
 import { announce } from '../components/notice.js'
 import { fromLocalInput, toLocalInput } from '../format.js'
 import type { Destination } from '../types.js'
@@ -15,17 +16,12 @@ interface ReplayJob {
 }
 
 export function ReplayForm({ destination, onDone }: { destination: Destination; onDone: () => void }) {
-  const dialog = useRef<HTMLDialogElement>(null)
+  const dialog = useModal()
   const [since, setSince] = useState(toLocalInput(new Date(Date.now() - 86_400_000).toISOString()))
   const [until, setUntil] = useState('')
   const [status, setStatus] = useState('failed')
   const [job, setJob] = useState<ReplayJob>()
   const [problem, setProblem] = useState<string>()
-  useEffect(() => {
-    const element = dialog.current
-    if (element && !element.open) element.showModal()
-    return () => element?.close()
-  }, [])
 
   const submit = async (event: Event) => {
     event.preventDefault()
