@@ -85,7 +85,13 @@ export function Markdown({ text, headingLevel = 3 }: { text: string; headingLeve
     } else if (/^\s*([-*]|\d+\.)\s/.test(line)) {
       const ordered = /^\s*\d+\./.test(line)
       const items: string[] = []
-      for (; i < lines.length && /^\s*([-*]|\d+\.)\s/.test(lines[i]!); i++) items.push(lines[i]!.replace(/^\s*([-*]|\d+\.)\s+/, ''))
+      // An item runs on over indented lines that do not start another item.
+      for (; i < lines.length; i++) {
+        const next = lines[i]!
+        if (/^\s*([-*]|\d+\.)\s/.test(next)) items.push(next.replace(/^\s*([-*]|\d+\.)\s+/, ''))
+        else if (/^\s+\S/.test(next) && items.length) items[items.length - 1] += ` ${next.trim()}`
+        else break
+      }
       const List = ordered ? 'ol' : 'ul'
       blocks.push(
         <List>

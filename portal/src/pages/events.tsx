@@ -137,7 +137,7 @@ export function EventsPage({ route }: { route: Route }) {
           </tbody>
         </table>
       )}
-      {events.data && (
+      {events.data && (events.data.pagination.prev || events.data.pagination.next) && (
         <nav class="pager" aria-label="Event pages">
           <button type="button" class="button" disabled={!events.data.pagination.prev} onClick={() => page('prev', events.data!.pagination.prev)}>
             Newer
