@@ -104,30 +104,13 @@ function Activity({ id }: { id: string }) {
   return <DeliveryChart title={`Deliveries, ${range.label.toLowerCase()}`} points={points} />
 }
 
-export function DestinationPage({ id }: { id: string }) {
-  const loaded = useLoad(async () => {
-    const [destination, types] = await Promise.all([api<Destination>('GET', tenantPath(`/destinations/${encodeURIComponent(id)}`)), destinationTypes()])
-    return { destination, type: typeOf(types, destination.type) }
-  }, [id])
+/** Edit, enable/disable, rotate, replay and delete, with their confirmations. */
+function Actions({ destination, reload }: { destination: Destination; reload: () => void }) {
   const [asking, setAsking] = useState<'delete' | 'rotate' | 'replay'>()
   const [busy, setBusy] = useState(false)
   const [canReplay, setCanReplay] = useState(false)
   useEffect(() => void replaySupported().then(setCanReplay), [])
-
-  if (loaded.error)
-    return (
-      <section aria-labelledby="page-title">
-        <PageTitle>Destination</PageTitle>
-        <ErrorBox error={loaded.error instanceof ApiError && loaded.error.status === 404 ? new Error(`No destination ${id} here.`) : loaded.error} />
-        <p>
-          <a href={href([])}>Back to destinations</a>
-        </p>
-      </section>
-    )
-  if (!loaded.data) return <p class="muted">Loading…</p>
-  const { destination, type } = loaded.data
   const path = tenantPath(`/destinations/${encodeURIComponent(destination.id)}`)
-
   const act = async (work: () => Promise<unknown>) => {
     setBusy(true)
     try {
@@ -149,9 +132,56 @@ export function DestinationPage({ id }: { id: string }) {
     act(async () => {
       await api<Destination>('PATCH', path, { credentials: { rotate_secret: true } })
       announce('Signing secret rotated: the previous secret keeps signing for 24 hours')
-      loaded.reload()
+      reload()
     })
+  const button = (label: string, onClick: () => void, danger = false) => (
+    <button type="button" class={danger ? 'button danger' : 'button'} disabled={busy} onClick={onClick}>
+      {label}
+    </button>
+  )
+  return (
+    <div class="actions">
+      <a class="button" href={href(['destinations', destination.id, 'edit'])}>
+        Edit
+      </a>
+      {button(destination.disabled_at ? 'Enable' : 'Disable', () => act(async () => (await toggleDestination(destination), reload())))}
+      {destination.type === 'webhook' && button('Rotate secret', () => setAsking('rotate'))}
+      {canReplay && button('Replay events', () => setAsking('replay'))}
+      {button('Delete', () => setAsking('delete'), true)}
+      {asking === 'delete' && (
+        <Confirm title="Delete this destination?" action="Delete destination" danger onConfirm={remove} onCancel={() => setAsking(undefined)}>
+          <p>
+            <strong>{destinationName(destination)}</strong> stops receiving events and its pending deliveries are cancelled. This cannot be undone.
+          </p>
+        </Confirm>
+      )}
+      {asking === 'rotate' && (
+        <Confirm title="Rotate the signing secret?" action="Rotate secret" onConfirm={rotate} onCancel={() => setAsking(undefined)}>
+          <p>A new secret is generated. The current one keeps signing deliveries (as a second signature) for 24 hours while you deploy the new one.</p>
+        </Confirm>
+      )}
+      {asking === 'replay' && <ReplayForm destination={destination} onDone={() => setAsking(undefined)} />}
+    </div>
+  )
+}
 
+export function DestinationPage({ id }: { id: string }) {
+  const loaded = useLoad(async () => {
+    const [destination, types] = await Promise.all([api<Destination>('GET', tenantPath(`/destinations/${encodeURIComponent(id)}`)), destinationTypes()])
+    return { destination, type: typeOf(types, destination.type) }
+  }, [id])
+  if (loaded.error)
+    return (
+      <section aria-labelledby="page-title">
+        <PageTitle>Destination</PageTitle>
+        <ErrorBox error={loaded.error instanceof ApiError && loaded.error.status === 404 ? new Error(`No destination ${id} here.`) : loaded.error} />
+        <p>
+          <a href={href([])}>Back to destinations</a>
+        </p>
+      </section>
+    )
+  if (!loaded.data) return <p class="muted">Loading…</p>
+  const { destination, type } = loaded.data
   return (
     <section aria-labelledby="page-title">
       <p class="breadcrumb">
@@ -167,27 +197,7 @@ export function DestinationPage({ id }: { id: string }) {
             </p>
           </div>
         </div>
-        <div class="actions">
-          <a class="button" href={href(['destinations', destination.id, 'edit'])}>
-            Edit
-          </a>
-          <button type="button" class="button" disabled={busy} onClick={() => act(async () => (await toggleDestination(destination), loaded.reload()))}>
-            {destination.disabled_at ? 'Enable' : 'Disable'}
-          </button>
-          {destination.type === 'webhook' && (
-            <button type="button" class="button" disabled={busy} onClick={() => setAsking('rotate')}>
-              Rotate secret
-            </button>
-          )}
-          {canReplay && (
-            <button type="button" class="button" disabled={busy} onClick={() => setAsking('replay')}>
-              Replay events
-            </button>
-          )}
-          <button type="button" class="button danger" disabled={busy} onClick={() => setAsking('delete')}>
-            Delete
-          </button>
-        </div>
+        <Actions destination={destination} reload={loaded.reload} />
       </div>
       <div class="columns">
         <div>
@@ -202,19 +212,6 @@ export function DestinationPage({ id }: { id: string }) {
           </p>
         </div>
       </div>
-      {asking === 'delete' && (
-        <Confirm title="Delete this destination?" action="Delete destination" danger onConfirm={remove} onCancel={() => setAsking(undefined)}>
-          <p>
-            <strong>{destinationName(destination)}</strong> stops receiving events and its pending deliveries are cancelled. This cannot be undone.
-          </p>
-        </Confirm>
-      )}
-      {asking === 'rotate' && (
-        <Confirm title="Rotate the signing secret?" action="Rotate secret" onConfirm={rotate} onCancel={() => setAsking(undefined)}>
-          <p>A new secret is generated. The current one keeps signing deliveries (as a second signature) for 24 hours while you deploy the new one.</p>
-        </Confirm>
-      )}
-      {asking === 'replay' && <ReplayForm destination={destination} onDone={() => setAsking(undefined)} />}
     </section>
   )
 }

@@ -1,20 +1,17 @@
 import { useState } from 'preact/hooks'
 import { api, ApiError, tenantPath } from '../api.js'
-import { apiValue, fieldProblem, FieldInput, initialValue, type FieldValues } from '../components/fields.js'
+import { FieldInput, type FieldValues } from '../components/fields.js'
 import { Markdown } from '../components/markdown.js'
 import { announce, ErrorBox } from '../components/notice.js'
 import { TypeIcon } from '../components/type-icon.js'
 import { destinationTypes, typeOf } from '../data.js'
 import { href, navigate } from '../router.js'
-import type { Destination, DestinationType, FieldSpec, Json, JsonObject } from '../types.js'
+import { createBody, formFields, formProblems, initialState, keepsSecret, updateBody, type FormState } from '../destination-body.js'
+import type { Destination, DestinationType, FieldSpec } from '../types.js'
 import { useLoad } from '../use-load.js'
 import { PageTitle } from './page-title.js'
 
-// Create and edit forms, generated from the type's field specs. Rotation has its own button on the
-// destination page, so the `rotate_secret` flag is not a form field.
-
-const hiddenFields = new Set(['rotate_secret'])
-const visible = (fields: FieldSpec[]) => fields.filter((f) => !hiddenFields.has(f.key))
+// Create and edit forms, generated from the type's field specs (what they send: destination-body.ts).
 
 export function TypePicker() {
   const types = useLoad(destinationTypes, [])
@@ -38,156 +35,138 @@ export function TypePicker() {
   )
 }
 
-function topicsOf(text: string): string[] {
-  return text
-    .split(/[\s,]+/)
-    .map((t) => t.trim())
-    .filter(Boolean)
-}
-
-/** JSON merge patch (RFC 7396) turning `before` into `after` for the keys of `fields`; undefined when nothing changed. */
-function patchOf(fields: FieldSpec[], before: JsonObject, after: JsonObject): JsonObject | undefined {
-  const patch: JsonObject = {}
-  for (const field of fields) {
-    const old = before[field.key]
-    const value = after[field.key]
-    if (field.type === 'key_value_map') {
-      const oldMap = old && typeof old === 'object' && !Array.isArray(old) ? old : {}
-      const newMap = (value ?? {}) as JsonObject
-      const inner: JsonObject = {}
-      for (const k of Object.keys(oldMap)) if (!(k in newMap)) inner[k] = null
-      for (const [k, v] of Object.entries(newMap)) if (oldMap[k] !== v) inner[k] = v
-      if (Object.keys(inner).length) patch[field.key] = old === undefined || old === null ? newMap : inner
-    } else if (value === undefined) {
-      if (old !== undefined && old !== null && !(field.type === 'checkbox' && old === false)) patch[field.key] = null
-    } else if (value !== old) {
-      patch[field.key] = value
-    }
-  }
-  return Object.keys(patch).length ? patch : undefined
-}
-
 interface FormProps {
   type: DestinationType
   /** Editing this destination; creating when absent. */
   existing?: Destination
 }
 
-function DestinationForm({ type, existing }: FormProps) {
-  const configFields = visible(type.config_fields)
-  const credentialFields = visible(type.credential_fields)
-  const storedConfig = existing?.config ?? {}
-  const storedCredentials = existing?.credentials ?? {}
-  // Stored secrets come back masked: their inputs start empty and only a typed value replaces them.
-  const keepsSecret = (f: FieldSpec) => Boolean(existing && f.sensitive && storedCredentials[f.key] !== undefined)
-  const [topics, setTopics] = useState(existing ? existing.topics.join(', ') : '*')
-  const [config, setConfig] = useState<FieldValues>(() => Object.fromEntries(configFields.map((f) => [f.key, initialValue(f, storedConfig[f.key])])))
-  const [credentials, setCredentials] = useState<FieldValues>(() =>
-    Object.fromEntries(credentialFields.map((f) => [f.key, keepsSecret(f) ? '' : initialValue(f, storedCredentials[f.key])])),
+interface SectionProps {
+  title: string
+  prefix: 'config' | 'credentials'
+  fields: FieldSpec[]
+  values: FieldValues
+  onChange: (values: FieldValues) => void
+  errors: Record<string, string>
+  existing?: Destination
+}
+
+/** One fieldset: required fields first, the optional ones folded (open when editing or when one has an error). */
+function FormSection({ title, prefix, fields, values, onChange, errors, existing }: SectionProps) {
+  if (fields.length === 0) return null
+  const input = (f: FieldSpec) => (
+    <FieldInput
+      key={f.key}
+      id={`f-${prefix}-${f.key}`}
+      field={f}
+      value={values[f.key]}
+      onChange={(value) => onChange({ ...values, [f.key]: value })}
+      error={errors[`${prefix}.${f.key}`]}
+      storedHint={prefix === 'credentials' && keepsSecret(f, existing) ? String(existing!.credentials[f.key]) : undefined}
+    />
   )
+  const optional = fields.filter((f) => !f.required)
+  return (
+    <fieldset class="form-section">
+      <legend>{title}</legend>
+      {fields.filter((f) => f.required).map(input)}
+      {optional.length > 0 && (
+        <details class="optional-fields" open={Boolean(existing) || optional.some((f) => errors[`${prefix}.${f.key}`])}>
+          <summary>Optional {title.toLowerCase()}</summary>
+          {optional.map(input)}
+        </details>
+      )}
+    </fieldset>
+  )
+}
+
+function TopicsField({ value, onChange, error }: { value: string; onChange: (value: string) => void; error?: string }) {
+  return (
+    <fieldset class="form-section">
+      <legend>Events</legend>
+      <div class="field">
+        <label for="f-topics">
+          Topics <span class="required">(required)</span>
+        </label>
+        <input
+          id="f-topics"
+          type="text"
+          value={value}
+          onInput={(e) => onChange(e.currentTarget.value)}
+          aria-describedby={`f-topics-desc${error ? ' f-topics-error' : ''}`}
+          aria-invalid={error ? 'true' : undefined}
+          autocomplete="off"
+          spellcheck={false}
+        />
+        <p class="field-desc" id="f-topics-desc">
+          Comma-separated topics or patterns such as <code>order.*</code>; <code>*</code> receives every topic.
+        </p>
+        {error && (
+          <p class="field-error" id="f-topics-error">
+            {error}
+          </p>
+        )}
+      </div>
+    </fieldset>
+  )
+}
+
+const inputId = (path: string) => `f-${path.replace('.', '-')}`
+
+function Instructions({ type }: { type: DestinationType }) {
+  return (
+    <aside class="instructions" aria-labelledby="instructions-title">
+      <h2 id="instructions-title">Setting up {type.label}</h2>
+      {type.remote_setup_url && (
+        <p>
+          <a href={type.remote_setup_url} target="_blank" rel="noopener noreferrer">
+            Open the setup page
+          </a>
+        </p>
+      )}
+      <Markdown text={type.instructions} headingLevel={2} />
+    </aside>
+  )
+}
+
+function DestinationForm({ type, existing }: FormProps) {
+  const fields = formFields(type)
+  const [state, setState] = useState<FormState>(() => initialState(fields, existing))
   const [errors, setErrors] = useState<Record<string, string>>({})
   const [failure, setFailure] = useState<string>()
   const [saving, setSaving] = useState(false)
 
-  const collect = (fields: FieldSpec[], values: FieldValues, secrets: boolean) => {
-    const out: JsonObject = {}
-    for (const f of fields) {
-      if (secrets && keepsSecret(f) && values[f.key] === '') continue
-      const value = apiValue(f, values[f.key])
-      if (value !== undefined && !(f.type === 'checkbox' && value === false && f.default === undefined && !existing)) out[f.key] = value as Json
-    }
-    return out
-  }
-
-  const validate = () => {
-    const found: Record<string, string> = {}
-    if (topicsOf(topics).length === 0) found.topics = 'Give at least one topic, or * for every topic'
-    for (const f of configFields) {
-      const problem = fieldProblem(f, config[f.key], false)
-      if (problem) found[`config.${f.key}`] = problem
-    }
-    for (const f of credentialFields) {
-      const problem = fieldProblem(f, credentials[f.key], keepsSecret(f))
-      if (problem) found[`credentials.${f.key}`] = problem
-    }
-    return found
-  }
-
   const submit = async (event: Event) => {
     event.preventDefault()
     setFailure(undefined)
-    const found = validate()
+    const found = formProblems(fields, state, existing)
     setErrors(found)
-    if (Object.keys(found).length) {
-      const first = Object.keys(found)[0]!
-      document.getElementById(`f-${first.replace('.', '-')}`)?.focus()
-      return
-    }
+    const first = Object.keys(found)[0]
+    if (first) return document.getElementById(inputId(first))?.focus()
     setSaving(true)
     try {
-      const newConfig = collect(configFields, config, false)
-      const newCredentials = collect(credentialFields, credentials, true)
-      let saved: Destination
+      let saved = existing
       if (existing) {
-        const body: JsonObject = {}
-        const newTopics = topicsOf(topics)
-        if (newTopics.join('\n') !== existing.topics.join('\n')) body.topics = newTopics
-        const configPatch = patchOf(configFields, storedConfig, newConfig)
-        if (configPatch) body.config = configPatch
-        const credentialPatch = patchOf(
-          credentialFields.filter((f) => !(keepsSecret(f) && credentials[f.key] === '')),
-          storedCredentials,
-          newCredentials,
-        )
-        if (credentialPatch) body.credentials = credentialPatch
-        saved = Object.keys(body).length ? await api<Destination>('PATCH', tenantPath(`/destinations/${encodeURIComponent(existing.id)}`), body) : existing
+        const body = updateBody(fields, state, existing)
+        if (Object.keys(body).length) saved = await api<Destination>('PATCH', tenantPath(`/destinations/${encodeURIComponent(existing.id)}`), body)
       } else {
-        const body: JsonObject = { type: type.type, topics: topicsOf(topics), config: newConfig }
-        if (Object.keys(newCredentials).length || type.type !== 'webhook') body.credentials = newCredentials
-        saved = await api<Destination>('POST', tenantPath('/destinations'), body)
+        saved = await api<Destination>('POST', tenantPath('/destinations'), createBody(type, fields, state))
       }
       announce(existing ? 'Destination saved' : 'Destination created')
-      navigate(['destinations', saved.id])
+      navigate(['destinations', saved!.id])
     } catch (error) {
-      const apiError = error instanceof ApiError ? error : undefined
       setFailure((error as Error).message)
-      if (apiError && Object.keys(apiError.data).length) setErrors(apiError.data)
+      if (error instanceof ApiError && Object.keys(error.data).length) setErrors(error.data)
     } finally {
       setSaving(false)
     }
   }
 
-  const fieldError = (path: string) => errors[path]
-  const otherErrors = Object.entries(errors).filter(([path]) => !document.getElementById(`f-${path.replace('.', '-')}`) && path !== 'topics')
-  const section = (title: string, fields: FieldSpec[], values: FieldValues, set: (v: FieldValues) => void, prefix: 'config' | 'credentials') => {
-    if (fields.length === 0) return null
-    const required = fields.filter((f) => f.required)
-    const optional = fields.filter((f) => !f.required)
-    const input = (f: FieldSpec) => (
-      <FieldInput
-        key={f.key}
-        id={`f-${prefix}-${f.key}`}
-        field={f}
-        value={values[f.key]}
-        onChange={(value) => set({ ...values, [f.key]: value })}
-        error={fieldError(`${prefix}.${f.key}`)}
-        storedHint={prefix === 'credentials' && keepsSecret(f) ? String(storedCredentials[f.key]) : undefined}
-      />
-    )
-    return (
-      <fieldset class="form-section">
-        <legend>{title}</legend>
-        {required.map(input)}
-        {optional.length > 0 && (
-          <details class="optional-fields" open={Boolean(existing) || optional.some((f) => fieldError(`${prefix}.${f.key}`))}>
-            <summary>Optional {title.toLowerCase()}</summary>
-            {optional.map(input)}
-          </details>
-        )}
-      </fieldset>
-    )
-  }
-
+  // Problems the engine named for which the form has no input (e.g. `filter`): listed in the summary.
+  const unplaced = Object.entries(errors).filter(([path]) => path !== 'topics' && !document.getElementById(inputId(path)))
+  const section = (title: string, prefix: 'config' | 'credentials') => (
+    <FormSection title={title} prefix={prefix} fields={fields[prefix]} values={state[prefix]} onChange={(values) => setState({ ...state, [prefix]: values })} errors={errors} existing={existing} />
+  )
   return (
     <section aria-labelledby="page-title" class="form-page">
       <div class="page-head">
@@ -201,9 +180,9 @@ function DestinationForm({ type, existing }: FormProps) {
           {failure && (
             <div class="error-box" role="alert" id="form-failure">
               <p>{failure}</p>
-              {otherErrors.length > 0 && (
+              {unplaced.length > 0 && (
                 <ul>
-                  {otherErrors.map(([path, problem]) => (
+                  {unplaced.map(([path, problem]) => (
                     <li key={path}>
                       <code>{path}</code>: {problem}
                     </li>
@@ -212,34 +191,9 @@ function DestinationForm({ type, existing }: FormProps) {
               )}
             </div>
           )}
-          <fieldset class="form-section">
-            <legend>Events</legend>
-            <div class="field">
-              <label for="f-topics">
-                Topics <span class="required">(required)</span>
-              </label>
-              <input
-                id="f-topics"
-                type="text"
-                value={topics}
-                onInput={(e) => setTopics(e.currentTarget.value)}
-                aria-describedby={`f-topics-desc${errors.topics ? ' f-topics-error' : ''}`}
-                aria-invalid={errors.topics ? 'true' : undefined}
-                autocomplete="off"
-                spellcheck={false}
-              />
-              <p class="field-desc" id="f-topics-desc">
-                Comma-separated topics or patterns such as <code>order.*</code>; <code>*</code> receives every topic.
-              </p>
-              {errors.topics && (
-                <p class="field-error" id="f-topics-error">
-                  {errors.topics}
-                </p>
-              )}
-            </div>
-          </fieldset>
-          {section('Configuration', configFields, config, setConfig, 'config')}
-          {section('Credentials', credentialFields, credentials, setCredentials, 'credentials')}
+          <TopicsField value={state.topics} onChange={(topics) => setState({ ...state, topics })} error={errors.topics} />
+          {section('Configuration', 'config')}
+          {section('Credentials', 'credentials')}
           <div class="actions">
             <a class="button" href={existing ? href(['destinations', existing.id]) : href(['destinations', 'new'])}>
               Cancel
@@ -249,17 +203,7 @@ function DestinationForm({ type, existing }: FormProps) {
             </button>
           </div>
         </form>
-        <aside class="instructions" aria-labelledby="instructions-title">
-          <h2 id="instructions-title">Setting up {type.label}</h2>
-          {type.remote_setup_url && (
-            <p>
-              <a href={type.remote_setup_url} target="_blank" rel="noopener noreferrer">
-                Open the setup page
-              </a>
-            </p>
-          )}
-          <Markdown text={type.instructions} headingLevel={2} />
-        </aside>
+        <Instructions type={type} />
       </div>
     </section>
   )
