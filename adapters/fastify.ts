@@ -22,11 +22,16 @@ export const outflowFastify: FastifyPluginAsync<OutflowFastifyOptions> = async (
   fastify.removeAllContentTypeParsers()
   // Leave the stream unread; the API reads it with its own size limit.
   fastify.addContentTypeParser('*', (_request, _payload, done) => done(null))
-  fastify.setErrorHandler((error, _request, reply) => reply.send(errorResponse(hostBodyError(error) ?? error)))
   const serve = async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.slice(fastify.prefix.length)
     return reply.send(await handle(toWebRequest(request.raw, path || '/')))
   }
+  fastify.setErrorHandler((error, request, reply) => {
+    // Fastify refuses a method whose body needs a type (QUERY) when it has no Content-Type, before the
+    // route: the API answers it as any request (405, since no route takes that method).
+    if ((error as { code?: unknown }).code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE') return serve(request, reply)
+    return reply.send(errorResponse(hostBodyError(error) ?? error))
+  })
   fastify.all('/', serve)
   fastify.all('/*', serve)
   // `all` covers only Fastify's known methods; the API answers the rest (PROPFIND, …) with its 405.

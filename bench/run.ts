@@ -4,6 +4,7 @@
  *
  *   npx tsx bench/run.ts                 full sizes (20,000 deliveries, 1,000,000 stored events, ...)
  *   npx tsx bench/run.ts --quick         small sizes, the whole table in under 2 minutes
+ *   npx tsx bench/run.ts --soak --only soak   also the 1,000,000-delivery soak (tens of minutes)
  *   npx tsx bench/run.ts --only delivery,ceiling [--db sqlite]   iterate on some rows
  *   npx tsx bench/run.ts --json out.json also write the raw figures
  *   npx tsx bench/run.ts --only latency --cpu-prof /tmp/prof   a V8 CPU profile of each scenario process
@@ -33,6 +34,8 @@ interface Job {
   db: Db | null
   file: string
   needs: Need[]
+  /** Runs only with `--soak`, under its own time limit. */
+  soak?: boolean
 }
 
 /** Every scenario, in the order they run. `group` is what `--only` takes. */
@@ -45,6 +48,7 @@ const plan: Job[] = ([
     return [
       { group: 'delivery', db, file: 'outflow/delivery.ts', needs: ['engine', ...pg] },
       { group: 'drain', db, file: 'outflow/drain.ts', needs: ['engine', ...pg] },
+      { group: 'growth', db, file: 'outflow/growth.ts', needs: ['engine', ...pg] },
       { group: 'bare-insert', db, file: 'anchors/bare-insert.ts', needs: ['engine', ...pg] },
       { group: 'publish', db, file: 'outflow/publish.ts', needs: ['engine', ...pg] },
       { group: 'latency', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
@@ -53,20 +57,22 @@ const plan: Job[] = ([
       { group: 'prune', db, file: 'outflow/prune.ts', needs: ['engine', ...pg] },
       { group: 'latency-prune', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
       { group: 'backlog', db, file: 'outflow/backlog.ts', needs: ['engine', ...pg] },
+      { group: 'soak', db, file: 'outflow/soak.ts', needs: ['engine', ...pg], soak: true },
     ]
   }),
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'backlog'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'backlog', 'soak'].indexOf(group)
 }
 
-const usage = `usage: tsx bench/run.ts [--quick] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir]`
+const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir]`
 
 function parseCli() {
   const { values } = parseArgs({
     options: {
       quick: { type: 'boolean', default: false },
+      soak: { type: 'boolean', default: false },
       only: { type: 'string', multiple: true },
       db: { type: 'string' },
       json: { type: 'string' },
@@ -82,7 +88,7 @@ function parseCli() {
   const unknown = only?.filter((o) => !plan.some((j) => j.group === o))
   if (unknown?.length) throw new Error(`unknown scenario ${unknown.join(', ')}\n${usage}`)
   if (values.db && values.db !== 'sqlite' && values.db !== 'postgres') throw new Error(`--db takes sqlite or postgres\n${usage}`)
-  return { quick: values.quick!, only, db: values.db as Db | undefined, json: values.json, cpuProf: values['cpu-prof'] }
+  return { quick: values.quick!, soak: values.soak!, only, db: values.db as Db | undefined, json: values.json, cpuProf: values['cpu-prof'] }
 }
 
 /** Why a job cannot run here, or null. */
@@ -100,6 +106,7 @@ let current: { kill: () => void; cleanup: () => Promise<void> } | null = null
 
 async function runJob(job: Job, n: number, quick: boolean, cpuProf?: string): Promise<Outcome> {
   const sizes = sizesFor(quick)
+  const timeoutMs = job.soak ? sizes.soakTimeoutMs : sizes.scenarioTimeoutMs
   const label = `${job.group}${job.db ? ` ${job.db}` : ''}`
   const needsPg = job.db === 'postgres' || job.needs.includes('postgres')
   const dbName = databaseName(process.pid, n)
@@ -133,9 +140,9 @@ async function runJob(job: Job, n: number, quick: boolean, cpuProf?: string): Pr
         })
       let settled: Outcome | null = null
       const timer = setTimeout(() => {
-        settled ??= { ok: false, reason: `timed out after ${sizes.scenarioTimeoutMs / 1000} s` }
+        settled ??= { ok: false, reason: `timed out after ${timeoutMs / 1000} s` }
         child.kill('SIGKILL')
-      }, sizes.scenarioTimeoutMs)
+      }, timeoutMs)
       current = { kill: () => child.kill('SIGKILL'), cleanup }
       child.on('message', (msg: ScenarioMessage) => {
         settled ??= msg.type === 'result' ? { ok: true, figures: msg.figures } : { ok: false, reason: msg.message }
@@ -166,7 +173,8 @@ function sizeLine(quick: boolean): string {
 async function main(): Promise<void> {
   const cli = parseCli()
   const sizes = sizesFor(cli.quick)
-  const jobs = plan.filter((j) => (!cli.only || cli.only.includes(j.group)) && (!cli.db || j.db === null || j.db === cli.db))
+  // The soak rows take many minutes: only with --soak (whatever --only says).
+  const jobs = plan.filter((j) => (!cli.only || cli.only.includes(j.group)) && (!cli.db || j.db === null || j.db === cli.db) && (!j.soak || cli.soak))
   const missing = await availability()
   if (!missing.postgres) {
     const stale = await dropStaleDatabases().catch(() => [])

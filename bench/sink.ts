@@ -1,7 +1,8 @@
 /**
  * The webhook sink every delivery benchmark posts to: a node:http server answering 200.
  *
- * It counts deliveries by `webhook-id` (a repeat id is counted as a duplicate, not a delivery),
+ * It counts deliveries by `webhook-id` (a repeat id is counted as a duplicate, not a delivery; at a
+ * path other than `/`, by path and id, so each destination of a fan-out counts on its own),
  * stamps the wall-clock receive time of each id, and, when the JSON body carries `t` (the time
  * the event was due to be published), records `receive - t` as a publish-to-receive latency.
  *
@@ -103,7 +104,9 @@ export async function createSink(options: { delayMs?: number } = {}) {
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const header = req.headers['webhook-id']
-      record(state, Array.isArray(header) ? header[0] : header, Buffer.concat(chunks).toString('utf8'), wallNow())
+      const id = Array.isArray(header) ? header[0] : header
+      // Fan-out: one event reaches several destinations with the same webhook-id, each at its own path.
+      record(state, id && req.url !== '/' ? `${req.url} ${id}` : id, Buffer.concat(chunks).toString('utf8'), wallNow())
       if (state.delayMs <= 0) return void res.writeHead(200, { 'content-length': '2' }).end('ok')
       // A slow receiver: the attempt stays in flight for delayMs.
       held.add(res)

@@ -10,6 +10,7 @@ import * as destinations from './engine/destinations.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
+import { CommitWatcher, publishInTransaction, publishThroughConnection, TargetReads } from './engine/publish-in-transaction.js'
 import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
 import * as metrics from './engine/metrics.js'
@@ -36,6 +37,16 @@ export type { PruneResult } from './engine/pruner.js'
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
 export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
 
+/** Options of `publish` and `publishMany`. */
+export interface PublishOptions {
+  /**
+   * Postgres: your open transaction, in which the event is written (delivered once it commits, never if
+   * it rolls back): the `tx` of postgres.js `sql.begin(async (tx) => …)`, or of drizzle's
+   * `db.transaction(async (tx) => …)` over postgres.js, on the database (and server) of Outflow's storage.
+   */
+  tx?: object
+}
+
 /** What `createOutflow` hands the engine besides storage and options. */
 export interface EngineServices {
   createHandler?: HttpHandlerFactory
@@ -57,6 +68,10 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #writer: EventWriter
   readonly #operatorSink: OperatorSink
   readonly #pruner: Pruner | undefined
+  /** Wakes the worker after a host's SQLite transaction with new deliveries committed (publishSync). */
+  readonly #commits: CommitWatcher
+  /** Publish targets read once for the publishes inside host transactions of one event-loop turn. */
+  readonly #targetReads: TargetReads
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
@@ -88,9 +103,19 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
     this.#writer = new EventWriter(storage, this.#worker, now)
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
+    this.#commits = new CommitWatcher(() => this.#worker.wake(), options.delivery.pollIntervalMs)
+    this.#targetReads = new TargetReads((tenantIds) => storage.publishTargets(tenantIds))
     const { retention } = options
     if (retention)
-      this.#pruner = new Pruner(storage, { windowMs: retention.events, batchSize: retention.batchSize, intervalMs: retention.intervalMs, logger: options.logger, now })
+      this.#pruner = new Pruner(storage, {
+        windowMs: retention.events,
+        batchSize: retention.batchSize,
+        intervalMs: retention.intervalMs,
+        // Live work: deliveries in flight, or a publish in the last second.
+        busy: () => this.#worker.inFlight > 0 || performance.now() - this.#writer.lastWriteAt < 1000,
+        logger: options.logger,
+        now,
+      })
   }
 
   /** Turns what delivery reports (storage records) into API shapes and host events. */
@@ -232,15 +257,45 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   }
 
   // --- events ---
-  /** Record an event and its deliveries durably, then deliver. Idempotent on (tenant_id, id). */
-  async publish(input: unknown): Promise<PublishResult> {
-    const [result] = await this.publishMany([input], { single: true })
+  /**
+   * Record an event and its deliveries durably, then deliver. Idempotent on (tenant_id, id). With `tx`
+   * (Postgres), the event is written by your own transaction and delivered only once it commits.
+   *
+   * @example
+   * await sql.begin(async (tx) => {
+   *   await tx`insert into orders ${tx(order)}`
+   *   await outflow.publish({ tenant_id: 'acme', topic: 'order.created', data: order }, { tx })
+   * })
+   */
+  async publish(input: unknown, options: PublishOptions = {}): Promise<PublishResult> {
+    const [result] = await this.publishMany([input], { ...options, single: true })
     return result!
   }
-  /** Publish a batch in one transaction. */
-  publishMany(inputs: unknown[], { single = false }: { single?: boolean } = {}): Promise<PublishResult[]> {
+  /** Publish a batch in one transaction (with `tx`: in yours, all or none). */
+  publishMany(inputs: unknown[], { single = false, tx }: PublishOptions & { single?: boolean } = {}): Promise<PublishResult[]> {
     if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
+    if (tx !== undefined) return publishInTransaction(this.#ctx, this.#targetReads, inputs, single, tx)
     return publishEvents(this.#ctx, this.#writer, inputs, single)
+  }
+  /**
+   * SQLite: publish inside your own better-sqlite3 transaction, synchronously (better-sqlite3 transactions
+   * cannot await). `db` is your connection to the engine's database file (a better-sqlite3 Database, or a
+   * drizzle database or transaction over one); the event commits or rolls back with your rows and is
+   * delivered once your transaction commits.
+   *
+   * @example
+   * db.transaction(() => {
+   *   db.prepare('insert into orders (id, total) values (?, ?)').run(order.id, order.total)
+   *   outflow.publishSync({ tenant_id: 'acme', topic: 'order.created', data: order }, { db })
+   * })()
+   */
+  publishSync(input: unknown, options: { db: object }): PublishResult {
+    return this.publishManySync([input], { ...options, single: true })[0]!
+  }
+  /** `publishSync` for a batch: all or none, in your transaction. */
+  publishManySync(inputs: unknown[], { db, single = false }: { db: object; single?: boolean }): PublishResult[] {
+    if (this.#closed) throw new OutflowError('unavailable', 'the Outflow engine is closed')
+    return publishThroughConnection(this.#ctx, inputs, single, db, (host, event) => this.#commits.watch(host, event))
   }
   /** Admin listing of events across tenants. */
   listAdminEvents(query?: ListAdminEventsQuery): Promise<Page<Event>> {
@@ -337,6 +392,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     if (this.#closed) return
     this.#closed = true
     this.#stopObservingQueue?.()
+    this.#commits.close()
     // Publishes already accepted are committed before the worker stops.
     await this.#writer.drain()
     await this.#pruner?.close()

@@ -18,6 +18,17 @@ export type OutflowErrorCode = keyof typeof errorStatus
 /** Field path -> what is wrong with it, e.g. `{ "config.url": "required" }`. */
 export type ErrorData = Record<string, string>
 
+/**
+ * An empty ErrorData without a prototype: its keys are field and parameter names a client chose, and
+ * on a plain object `__proto__` or `constructor` would hit Object.prototype instead of becoming a key.
+ *
+ * @example
+ * const data = errorData(); data['__proto__'] = 'unexpected field' // an own key, serialized as such
+ */
+export function errorData(): ErrorData {
+  return Object.create(null) as ErrorData
+}
+
 export interface OutflowErrorOptions {
   data?: ErrorData
   headers?: Record<string, string>

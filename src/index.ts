@@ -1,5 +1,5 @@
 export { createOutflow } from './create-outflow.js'
-export { Outflow, type HttpHandlerFactory, type MetricsScope, type PruneResult } from './engine.js'
+export { Outflow, type HttpHandlerFactory, type MetricsScope, type PruneResult, type PublishOptions } from './engine.js'
 export type { ReencryptResult } from './engine/reencrypt.js'
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 export type { OutflowOptions, Logger } from './options.js'

@@ -19,6 +19,9 @@ export interface TraceLink {
   readonly traceFlags: number
 }
 
+/** The fields of a published event that spans and metrics carry. */
+export type PublishedEvent = { tenant_id: string; id: string; topic: string }
+
 /** What a publish call recorded, per event (same order as the events). */
 export interface PublishOutcome {
   duplicate: boolean
@@ -122,19 +125,43 @@ export class Telemetry {
    * Run a publish inside an `outflow.publish` span (child of the caller's active span) and count it.
    * `write` gets the span's context to carry to the attempt spans of the deliveries it creates.
    */
-  async publish<R extends PublishOutcome>(events: { tenant_id: string; id: string; topic: string }[], write: (link: TraceLink | undefined) => Promise<R[]>): Promise<R[]> {
-    const api = this.#api
-    const span = api && this.#tracing() ? this.#tracer!.startSpan('outflow.publish', { kind: api.SpanKind.PRODUCER, attributes: publishAttributes(events) }, api.context.active()) : undefined
+  async publish<R extends PublishOutcome>(events: PublishedEvent[], write: (link: TraceLink | undefined) => Promise<R[]>): Promise<R[]> {
+    const span = this.#startPublish(events)
     let results: R[]
     try {
       results = await write(span?.spanContext())
     } catch (err) {
-      if (span) {
-        span.setStatus({ code: api!.SpanStatusCode.ERROR, message: err instanceof Error ? err.name : 'error' })
-        span.end()
-      }
+      this.#failPublish(span, err)
       throw err
     }
+    return this.#endPublish(span, events, results)
+  }
+
+  /** `publish` for a synchronous write (publishSync inside a host's SQLite transaction). */
+  publishSync<R extends PublishOutcome>(events: PublishedEvent[], write: (link: TraceLink | undefined) => R[]): R[] {
+    const span = this.#startPublish(events)
+    let results: R[]
+    try {
+      results = write(span?.spanContext())
+    } catch (err) {
+      this.#failPublish(span, err)
+      throw err
+    }
+    return this.#endPublish(span, events, results)
+  }
+
+  #startPublish(events: PublishedEvent[]): OtelApi.Span | undefined {
+    const api = this.#api
+    return api && this.#tracing() ? this.#tracer!.startSpan('outflow.publish', { kind: api.SpanKind.PRODUCER, attributes: publishAttributes(events) }, api.context.active()) : undefined
+  }
+
+  #failPublish(span: OtelApi.Span | undefined, err: unknown): void {
+    if (!span) return
+    span.setStatus({ code: this.#api!.SpanStatusCode.ERROR, message: err instanceof Error ? err.name : 'error' })
+    span.end()
+  }
+
+  #endPublish<R extends PublishOutcome>(span: OtelApi.Span | undefined, events: PublishedEvent[], results: R[]): R[] {
     if (span) {
       span.setAttribute('outflow.destination.matched_count', results.reduce((n, r) => n + r.destination_ids.length, 0))
       if (results.length === 1) span.setAttribute('outflow.event.duplicate', results[0]!.duplicate)

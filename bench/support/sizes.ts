@@ -37,6 +37,11 @@ export interface Sizes {
   slowSinkDelayMs: number
   /** Hard limit of one scenario process. */
   scenarioTimeoutMs: number
+  /** `--soak`: deliveries end to end, the backlog the publisher keeps under, the sampling window, and its own time limit. */
+  soakDeliveries: number
+  soakBacklog: number
+  soakSampleMs: number
+  soakTimeoutMs: number
 }
 
 /**
@@ -67,6 +72,10 @@ export function sizesFor(quick: boolean): Sizes {
       backlogSampleMs: 3_000,
       idleSampleMs: 1_500,
       scenarioTimeoutMs: 90_000,
+      soakDeliveries: 50_000,
+      soakBacklog: 2_000,
+      soakSampleMs: 5_000,
+      soakTimeoutMs: 300_000,
     }
   return {
     ...common,
@@ -87,5 +96,9 @@ export function sizesFor(quick: boolean): Sizes {
     backlogSampleMs: 15_000,
     idleSampleMs: 5_000,
     scenarioTimeoutMs: 900_000,
+    soakDeliveries: 1_000_000,
+    soakBacklog: 5_000,
+    soakSampleMs: 30_000,
+    soakTimeoutMs: 3_600_000,
   }
 }

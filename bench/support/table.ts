@@ -155,6 +155,20 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     })
   }
 
+  const alone = (db: Db) => value(outcomes, `publish:${db}`, 'hostAlonePerSec')
+  rows.push({
+    metric: `publish inside host transaction (events/s): ${int.format(sizes.publishSingle)} transactions, each the host's row + publish (Postgres: ${c} callers, publish { tx }; SQLite: publishSync in db.transaction) · engine CPU µs per event`,
+    sqlite: rateCpuOf(outcomes, 'publish:sqlite', 'inTxPerSec', 'inTxCpuUs'),
+    postgres: rateCpuOf(outcomes, 'publish:postgres', 'inTxPerSec', 'inTxCpuUs'),
+    anchor: `the same host transactions without the publish: ${perDb((db) => (alone(db) === undefined ? missing(outcomes, `publish:${db}`) : perSec(alone(db)!)))}`,
+    ratio: perDb((db) => {
+      const v = value(outcomes, `publish:${db}`, 'inTxPerSec')
+      return v && alone(db) ? `${Math.round((v / alone(db)!) * 100)} %` : undefined
+    }),
+    target: '—',
+    met: '—',
+  })
+
   const ceilingLatency = pairOf(outcomes, 'ceiling', 'latencyP50', 'latencyP99')
   rows.push({
     metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events)`,
@@ -253,8 +267,64 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     }),
   })
 
+  rows.push(...growthRows(outcomes, sizes), ...soakRows(outcomes, sizes))
+
   const header = ['metric', 'Outflow SQLite', 'Outflow Postgres', 'anchor', 'ratio', 'target', 'met?']
   const lines = [`| ${header.join(' | ')} |`, `|${header.map((h, i) => (i === 0 || i === 3 ? '---' : ':---:')).join('|')}|`]
   for (const r of rows) lines.push(`| ${[r.metric, r.sqlite, r.postgres, r.anchor, r.ratio, r.target, r.met].join(' | ')} |`)
   return lines.join('\n')
+}
+
+const growthCaseNames = [
+  ['d1k1', '1 destination, 1 KB payload', 1],
+  ['d10k1', '10 destinations per event, 1 KB', 1],
+  ['d100k1', '100 destinations per event, 1 KB', 1],
+  ['d1k64', '1 destination, 64 KB payload', 0.25],
+] as const
+
+/** Drain cost as fan-out and payload grow; the ratio is CPU per delivery against the 1-destination, 1 KB case. */
+function growthRows(outcomes: Outcomes, sizes: Sizes): Row[] {
+  return growthCaseNames.map(([key, what, share]) => ({
+    metric: `drain with growth: deliveries/s · engine CPU µs per delivery, ${what}, ${int.format(Math.round(sizes.deliveries * share))} deliveries`,
+    sqlite: rateCpuOf(outcomes, 'growth:sqlite', `${key}Rate`, `${key}Cpu`),
+    postgres: rateCpuOf(outcomes, 'growth:postgres', `${key}Rate`, `${key}Cpu`),
+    anchor: key === 'd1k1' ? '—' : 'CPU per delivery vs 1 destination, 1 KB',
+    ratio:
+      key === 'd1k1'
+        ? '—'
+        : perDb((db) => {
+            const base = value(outcomes, `growth:${db}`, 'd1k1Cpu')
+            const v = value(outcomes, `growth:${db}`, `${key}Cpu`)
+            return base && v ? `${(v / base).toFixed(2)}×` : undefined
+          }),
+    target: '—',
+    met: '—',
+  }))
+}
+
+/** The `--soak` row: whole-run rate, slowest/fastest window and peak RSS. */
+function soakRows(outcomes: Outcomes, sizes: Sizes): Row[] {
+  if (!outcomes.has('soak:sqlite') && !outcomes.has('soak:postgres')) return []
+  const cell = (db: Db) => {
+    const key = `soak:${db}`
+    const rate = value(outcomes, key, 'rate')
+    if (rate === undefined) return missing(outcomes, key)
+    const [lo, hi, first, last, rss] = ['minWindowRate', 'maxWindowRate', 'firstWindowRate', 'lastWindowRate', 'peakRss'].map((f) => value(outcomes, key, f) ?? Number.NaN)
+    return `${perSec(rate)} (windows ${int.format(lo!)}–${int.format(hi!)}/s; first ${int.format(first!)}, last ${int.format(last!)}) · peak RSS ${mib(rss!)}`
+  }
+  return [
+    {
+      metric: `soak: ${int.format(sizes.soakDeliveries)} deliveries end to end → 1 webhook, backlog held under ${int.format(sizes.soakBacklog)}, rate per ${sizes.soakSampleMs / 1000} s window`,
+      sqlite: cell('sqlite'),
+      postgres: cell('postgres'),
+      anchor: '—',
+      ratio: perDb((db) => {
+        const first = value(outcomes, `soak:${db}`, 'firstWindowRate')
+        const last = value(outcomes, `soak:${db}`, 'lastWindowRate')
+        return first && last ? `last/first ${(last / first).toFixed(2)}` : undefined
+      }),
+      target: 'flat',
+      met: '—',
+    },
+  ]
 }

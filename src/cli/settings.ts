@@ -4,6 +4,7 @@ import { OutflowError } from '../errors.js'
 import { errorFields } from '../logger.js'
 import { issuesToData } from '../model/common.js'
 import { OptionsSchema, RetentionInputSchema, type OutflowOptions } from '../options.js'
+import { schemaNamePattern } from '../storage/schema/postgres.js'
 import type { Storage } from '../storage/storage.js'
 
 /** How an environment variable's text is read. */
@@ -26,6 +27,7 @@ export const variables: readonly Variable[] = [
   variable('DATABASE_URL', 'postgres.url'),
   variable('OUTFLOW_POSTGRES_MAX', 'postgres.max', 'integer'),
   variable('OUTFLOW_POSTGRES_TIMEOUT_MS', 'postgres.timeoutMs', 'integer'),
+  variable('OUTFLOW_POSTGRES_SCHEMA', 'postgres.schema'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -87,6 +89,7 @@ export const SettingsSchema = v.pipe(
         url: v.pipe(v.string('must be a string'), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),
         max: v.optional(integer(1)),
         timeoutMs: v.optional(integer(1)),
+        schema: v.optional(v.pipe(v.string('must be a string'), v.regex(schemaNamePattern, 'must be lower-case letters, digits and _ (at most 50), starting with a letter or _'))),
       }),
     ),
     sqlite: v.optional(

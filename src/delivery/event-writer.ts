@@ -2,7 +2,7 @@ import type { DeliveryWorker, QueuedDelivery } from './worker.js'
 import { OutflowError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { PublishResult } from '../model/event.js'
-import type { DestinationRecord, EventRecord, NewEventWithDeliveries } from '../storage/storage.js'
+import type { EventRecord, NewEventWithDeliveries, PublishTarget } from '../storage/storage.js'
 import type { TraceLink } from '../telemetry.js'
 import type { Storage } from '../storage/storage.js'
 import { matchDestinations } from './match.js'
@@ -42,7 +42,11 @@ export class EventWriter {
     this.#worker = worker
   }
 
+  /** performance.now() of the last write asked for (0: none yet). */
+  lastWriteAt = 0
+
   write(events: EventToWrite[]): Promise<PublishResult[]> {
+    this.lastWriteAt = performance.now()
     return new Promise((resolve, reject) => {
       this.#queue.push({ events, resolve, reject })
       this.#start()
@@ -81,7 +85,7 @@ export class EventWriter {
         try {
           // One group per call: its events are inserted all or none (storage re-checks the tenants).
           const group = accepted.length
-          accepted.push({ pending, items: pending.events.map((e) => ({ ...this.#deliveriesOf(e, targets), group })) })
+          accepted.push({ pending, items: pending.events.map((e) => ({ ...planDeliveries(e, targets), group })) })
         } catch (err) {
           pending.reject(err)
         }
@@ -138,17 +142,21 @@ export class EventWriter {
     for (const p of this.#queue.splice(0)) p.reject(err)
   }
 
-  #deliveriesOf({ event, destinationId }: EventToWrite, targets: Map<string, DestinationRecord[]>): NewEventWithDeliveries {
-    const all = targets.get(event.tenant_id)
-    if (!all) throw notFound('tenant', event.tenant_id)
-    if (destinationId !== undefined && !all.some((d) => d.id === destinationId)) throw notFound('destination', destinationId)
-    const enabled = all.filter((d) => !d.disabled_at)
-    const matched = matchDestinations(event, enabled, destinationId)
-    return { event, deliveries: matched.map((d) => ({ id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at })) }
-  }
-
   /** Resolves when every queued publish has been committed or rejected. */
   async drain(): Promise<void> {
     while (this.#running) await this.#running
   }
+}
+
+/**
+ * The event with one delivery per matching enabled destination of its tenant (due at once, not leased).
+ * An unknown tenant, or a `destination_id` the tenant does not have, is a 404.
+ */
+export function planDeliveries({ event, destinationId }: EventToWrite, targets: Map<string, PublishTarget[]>): NewEventWithDeliveries {
+  const all = targets.get(event.tenant_id)
+  if (!all) throw notFound('tenant', event.tenant_id)
+  if (destinationId !== undefined && !all.some((d) => d.id === destinationId)) throw notFound('destination', destinationId)
+  const enabled = all.filter((d) => !d.disabled_at)
+  const matched = matchDestinations(event, enabled, destinationId)
+  return { event, deliveries: matched.map((d) => ({ id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at })) }
 }

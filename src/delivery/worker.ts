@@ -68,6 +68,8 @@ export class DeliveryWorker {
   #stopping = false
   #loop?: Promise<void>
   #wake?: () => void
+  /** wake() came while the claim loop was not asleep (claiming, renewing leases). */
+  #wakeMissed = false
   #retryTimer?: NodeJS.Timeout
   #retryAt = Infinity
 
@@ -100,6 +102,11 @@ export class DeliveryWorker {
   }
 
   /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
+  /** Deliveries this worker holds (claimed, queued or being attempted). */
+  get inFlight(): number {
+    return this.#held.size
+  }
+
   fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
     if (!this.#running || this.#stopping || this.#held.size + count > this.#maxHeld) return undefined
     return { lease_owner: this.id, lease_until: new Date(now.getTime() + this.#ctx.options.delivery.leaseMs) }
@@ -128,7 +135,10 @@ export class DeliveryWorker {
 
   /** Claim now rather than at the next poll (after a manual retry, or a NOTIFY from another instance). */
   wake(): void {
-    this.#wake?.()
+    if (this.#wake) this.#wake()
+    // Asked while claiming: the claim may have run before the work was visible (a host's commit, another
+    // instance's NOTIFY), so claim once more rather than sleep a whole poll interval.
+    else this.#wakeMissed = true
   }
 
   /** Forget a destination's cached record and publisher after it changed. */
@@ -182,6 +192,7 @@ export class DeliveryWorker {
       let full = false
       const room = Math.min(batchSize, this.#maxHeld - this.#held.size)
       if (room > 0) {
+        this.#wakeMissed = false
         try {
           const now = this.#ctx.now()
           const claimed = await this.#ctx.storage.claimDueDeliveries({ owner: this.id, now, leaseUntil: new Date(now.getTime() + leaseMs), limit: room })
@@ -193,7 +204,7 @@ export class DeliveryWorker {
           this.#storageFailed(err, 'claiming deliveries failed')
         }
       }
-      if (full) continue
+      if (full || (this.#wakeMissed && room > 0)) continue
       // close() during the claim found no sleeper to wake: do not start one (the sleep is unref'd, so
       // close() would wait a whole poll interval, or the process would exit with close() unfinished).
       if (this.#stopping) break

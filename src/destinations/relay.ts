@@ -3,6 +3,7 @@ import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { objectOf } from '../model/common.js'
 
 /** An http(s) URL. */
 function isHttpUrl(value: unknown): boolean {
@@ -17,7 +18,8 @@ function isHttpUrl(value: unknown): boolean {
 
 // The spec gives relay config "no declared object type": any object is kept, only a `url` is checked.
 const ConfigSchema = v.pipe(
-  v.record(v.string(), v.unknown(), 'must be an object'),
+  // objectOf, not v.record: every key is kept (record drops `constructor`, `__proto__`, `prototype`).
+  objectOf(v.unknown(), 'must be an object'),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed || dataset.value.url === undefined) return
     if (!isHttpUrl(dataset.value.url)) {

@@ -5,6 +5,7 @@ import { generateWebhookSecret, webhookSignatureHeader, webhookSigningKey } from
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { CredentialsInput, DeliveryMessage, DestinationTypeDefinition, Publisher, PublishOptions } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { objectOf } from '../model/common.js'
 
 /** How long a rotated-out secret keeps signing when no `previous_secret_invalid_at` is given. */
 const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000
@@ -74,15 +75,16 @@ const ConfigSchema = v.strictObject(
         if (problem) addIssue({ message: problem })
       }),
     ),
+    // objectOf, not v.record: an array is refused rather than read as headers named 0, 1, …
     custom_headers: v.optional(
-      v.record(
+      objectOf(
+        v.pipe(v.string('must be a string'), v.maxLength(8192, 'must be at most 8192 characters'), v.regex(headerValuePattern, 'is not a valid header value')),
+        'must be an object of header names to strings',
         v.pipe(
           v.string(),
           v.regex(headerTokenPattern, 'is not a valid header name'),
           v.check((name) => !reservedHeaders.has(name.toLowerCase()), 'is set by Outflow and cannot be overridden'),
         ),
-        v.pipe(v.string('must be a string'), v.maxLength(8192, 'must be at most 8192 characters'), v.regex(headerValuePattern, 'is not a valid header value')),
-        'must be an object of header names to strings',
       ),
     ),
   },

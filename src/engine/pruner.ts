@@ -14,18 +14,14 @@ export interface PrunerOptions {
   windowMs: number
   batchSize: number
   intervalMs: number
+  /** Whether the engine has live work (deliveries in flight, recent publishes): the pruner then paces itself. */
+  busy?: () => boolean
   logger: Logger
   now(): Date
 }
 
 const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve))
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-/**
- * A turn of the event loop that took longer than this ran other work (I/O callbacks of publishes,
- * claims, requests), ms: the pruner then pauses as long as its batch took.
- */
-const busyTurnMs = 0.5
 
 /**
  * The bounded event log: every `intervalMs` a pass deletes events older than the window with their
@@ -91,12 +87,11 @@ export class Pruner {
         if (batch.busy || batch.found < batchSize || !batch.last) break
         // Events another transaction held were kept; if a whole batch of them shares one instant, step past it.
         from = batch.events === 0 && batch.last.getTime() === from?.getTime() ? new Date(batch.last.getTime() + 1) : batch.last
-        // Let publishes and claims waiting for the database go between batches. When some were waiting,
-        // pause as long as the batch took, so pruning takes at most half of a busy engine's time and
-        // runs flat out on an idle one.
-        const turnStarted = performance.now()
+        // Let publishes and claims waiting for the database go between batches. While the engine has live
+        // work, pause as long as the batch took, so pruning takes at most half of a busy engine's time; an
+        // idle engine prunes flat out.
         await yieldToOthers()
-        if (performance.now() - turnStarted > busyTurnMs) await sleep(batchMs)
+        if (this.#options.busy?.()) await sleep(batchMs)
       }
       return total
     } finally {

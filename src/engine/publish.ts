@@ -1,4 +1,4 @@
-import type { EventWriter } from '../delivery/event-writer.js'
+import type { EventToWrite, EventWriter } from '../delivery/event-writer.js'
 import { isTopicPattern } from '../delivery/topics.js'
 import { OutflowError, type ErrorData } from '../errors.js'
 import { newId } from '../ids.js'
@@ -19,6 +19,16 @@ function checkTopic(ctx: EngineContext, topic: string, path: string, data: Error
  * concurrent calls share one transaction). The local worker takes the new deliveries at once.
  */
 export async function publishEvents(ctx: EngineContext, writer: EventWriter, inputs: unknown[], single: boolean): Promise<PublishResult[]> {
+  const items = prepareEvents(ctx, inputs, single)
+  // The publish span's context travels with the deliveries to their attempt spans (a link).
+  return ctx.telemetry.publish(
+    items.map((i) => i.event),
+    (trace) => writer.write(trace ? items.map((i) => ({ ...i, trace })) : items),
+  )
+}
+
+/** The events of a publish call, validated (one 422 naming every bad field) and stamped with ids and times. */
+export function prepareEvents(ctx: EngineContext, inputs: unknown[], single: boolean): EventToWrite[] {
   if (!Array.isArray(inputs)) throw new OutflowError('validation', 'validation error', { data: { '(body)': 'must be an array of events' } })
   if (inputs.length > maxPublishBatch)
     throw new OutflowError('validation', 'validation error', { data: { '(body)': `at most ${maxPublishBatch} events per batch` } })
@@ -27,7 +37,7 @@ export async function publishEvents(ctx: EngineContext, writer: EventWriter, inp
   parsed.forEach((p, i) => checkTopic(ctx, p.topic, single ? 'topic' : `${i}.topic`, data))
   if (Object.keys(data).length) throw new OutflowError('validation', 'validation error', { data })
   const now = ctx.now()
-  const items = parsed.map((p) => ({
+  return parsed.map((p) => ({
     destinationId: p.destination_id,
     event: {
       tenant_id: p.tenant_id,
@@ -40,9 +50,4 @@ export async function publishEvents(ctx: EngineContext, writer: EventWriter, inp
       created_at: now,
     },
   }))
-  // The publish span's context travels with the deliveries to their attempt spans (a link).
-  return ctx.telemetry.publish(
-    items.map((i) => i.event),
-    (trace) => writer.write(trace ? items.map((i) => ({ ...i, trace })) : items),
-  )
 }

@@ -1,4 +1,4 @@
-import { OutflowError, type ErrorData } from '../errors.js'
+import { errorData, OutflowError } from '../errors.js'
 import { maxJsonDepth, nestsDeeperThan, tooDeepMessage } from '../model/common.js'
 
 function tooLarge(limit: number): OutflowError {
@@ -73,7 +73,7 @@ async function readLimited(body: ReadableStream<Uint8Array> | null, limit: numbe
  */
 export function checkBodyNesting(body: unknown): void {
   if (typeof body !== 'object' || body === null) return
-  const data: ErrorData = {}
+  const data = errorData()
   for (const [field, value] of Object.entries(body)) if (nestsDeeperThan(value, maxJsonDepth)) data[field] = tooDeepMessage
   if (Object.keys(data).length > 0) throw new OutflowError('validation', 'validation error', { data })
 }

@@ -117,7 +117,21 @@ const hostParserErrors: Record<string, HostParserError> = {
 export function hostBodyError(error: unknown): OutflowError | undefined {
   const { type, code } = (error ?? {}) as { type?: unknown; code?: unknown }
   const known = (typeof type === 'string' && hostParserErrors[type]) || (typeof code === 'string' && hostParserErrors[code]) || undefined
-  if (!known) return undefined
-  const [errorCode, message] = known
-  return new OutflowError(errorCode, message, { data: { body: (error as Error).message } })
+  if (known) return new OutflowError(known[0], known[1], { data: { body: (error as Error).message } })
+  return hostClientError(error)
+}
+
+/**
+ * Any other 4xx the host raised before the API saw the request, such as body-parser's 400 for a
+ * `Content-Encoding: gzip` body that does not inflate (a zlib error with a status and no `type`):
+ * still a JSON error with the API's status for it, never the host's HTML page.
+ */
+function hostClientError(error: unknown): OutflowError | undefined {
+  const { status, statusCode, message } = (error ?? {}) as { status?: unknown; statusCode?: unknown; message?: unknown }
+  const given = typeof status === 'number' ? status : statusCode
+  if (typeof given !== 'number' || given < 400 || given > 499) return undefined
+  const data = typeof message === 'string' ? { data: { request: message } } : {}
+  if (given === 413) return new OutflowError('payload_too_large', 'request body too large', data)
+  if (given === 415) return new OutflowError('unsupported_media_type', 'unsupported request body', data)
+  return new OutflowError('bad_request', 'the request could not be read', data)
 }

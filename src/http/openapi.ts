@@ -1,6 +1,6 @@
 import { type ConversionConfig, type JsonSchema, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema'
 import type * as v from 'valibot'
-import { bodyShape, DateTimeSchema, ObjectCheck, RepeatedStringSchema } from '../model/common.js'
+import { bodyShape, DateTimeSchema, JsonObjectCheck, ObjectCheck, objectOfItemsOf, RepeatedStringSchema } from '../model/common.js'
 import { CreateDestinationSchema, DestinationSchema, UpdateDestinationSchema } from '../model/destination.js'
 import { DestinationTypeInfoSchema, FieldSpecSchema } from '../model/destination-type.js'
 import { DeliveryAttemptSchema, EventSchema, PublishResultSchema, PublishSchema } from '../model/event.js'
@@ -70,9 +70,12 @@ function oneOrManyItem(schema: Node): Node | undefined {
  * the document describes what a client sends, not the engine's parsed value.
  */
 function overrideSchema({ valibotSchema }: { valibotSchema: unknown }): JsonSchema | undefined {
-  if (valibotSchema === DateTimeSchema) return { type: 'string', format: 'date-time' }
+  if (valibotSchema === DateTimeSchema.pipe[0]) return { type: 'string', format: 'date-time' }
   // A free-form JSON object; objectBody's strict objects are documented through bodyShape instead.
-  if (valibotSchema === ObjectCheck) return { type: 'object' }
+  if (valibotSchema === ObjectCheck || valibotSchema === JsonObjectCheck) return { type: 'object' }
+  // objectOf: documented as the record it replaces (a record schema drops some keys; see common.ts).
+  const map = objectOfItemsOf(valibotSchema)
+  if (map) return { type: 'object', propertyNames: convertInline(map.key), additionalProperties: convertInline(map.value) }
   if (valibotSchema === RepeatedStringSchema.pipe[0]) return { type: 'array', items: { type: 'string' } }
   const item = oneOrManyItem(valibotSchema as Node)
   if (item) {
@@ -91,6 +94,16 @@ const config: ConversionConfig = {
   definitions: namedSchemas,
   overrideSchema,
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+}
+
+/**
+ * JSON Schema of a schema inside another's override (an objectOf's key or value), without the named
+ * definitions: converting with them converts every named shape again, and those contain objectOf schemas.
+ */
+function convertInline(schema: Schema): JsonSchema {
+  const { definitions: _named, ...inline } = config
+  const { $schema: _dialect, ...json } = toJsonSchema(schema, inline)
+  return json
 }
 
 /** JSON Schema of one valibot schema, named shapes as `$ref`s into `components.schemas`. */

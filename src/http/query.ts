@@ -12,10 +12,14 @@ export type QueryRecord = Record<string, string | string[]>
  * queryRecord(new URLSearchParams('topic=a&topic=b&limit=5')) // { topic: ['a', 'b'], limit: '5' }
  */
 export function queryRecord(search: URLSearchParams): QueryRecord {
-  const query: QueryRecord = {}
+  // No prototype: a parameter named `__proto__`, `constructor` or `toString` is a key like any other
+  // (on a plain object the first would replace the prototype and the others read inherited functions).
+  const query = Object.create(null) as QueryRecord
   for (const [name, value] of search) {
     const seen = query[name]
-    query[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+    // Appended in place: copying the list on each repeat would cost quadratic time in the repeats.
+    if (Array.isArray(seen)) seen.push(value)
+    else query[name] = seen === undefined ? value : [seen, value]
   }
   return query
 }

@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { OutflowError, type ErrorData } from '../errors.js'
+import { errorData, OutflowError, type ErrorData } from '../errors.js'
 
 /** Client-supplied ids: 1–128 characters of `[A-Za-z0-9_.:-]`. */
 export const IdSchema = v.pipe(
@@ -34,26 +34,155 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
 /** The message for a field nested deeper than `maxJsonDepth`. */
 export const tooDeepMessage = `nested deeper than ${maxJsonDepth} levels`
 
-function withinJsonDepth<T>() {
-  return v.check<T, string>((x) => !nestsDeeperThan(x, maxJsonDepth), tooDeepMessage)
+// U+0000 and unpaired UTF-16 surrogates: Postgres refuses both in text and jsonb (a 500 if they got
+// that far), and SQLite would store a surrogate as U+FFFD. Every stored string is held to this on
+// every storage, so a value is accepted or refused alike whichever database is behind the API.
+const unstorableText = /\x00|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** The message for a string with U+0000 or an unpaired surrogate. */
+export const unstorableTextMessage = 'must not contain NUL characters (U+0000) or unpaired UTF-16 surrogates'
+
+/**
+ * Whether every storage keeps `text` exactly: no U+0000, no unpaired surrogate. Linear in its length.
+ *
+ * @example
+ * isStorableText('a\u0000b') // false
+ */
+export function isStorableText(text: string): boolean {
+  return !unstorableText.test(text)
+}
+
+/** A string check for text that is stored or compared against stored text (see isStorableText). */
+export function storableText() {
+  return v.check<string, string>(isStorableText, unstorableTextMessage)
+}
+
+/** What is wrong with a free-form JSON value, and where (its keys from the field down), if anything. */
+export interface JsonProblem {
+  message: string
+  path: string[]
+}
+
+interface JsonNode {
+  value: unknown
+  depth: number
+  key?: string
+  parent?: JsonNode
+}
+
+function pathOf(node: JsonNode): string[] {
+  const keys: string[] = []
+  for (let at: JsonNode | undefined = node; at?.key !== undefined; at = at.parent) keys.push(at.key)
+  return keys.reverse()
+}
+
+/**
+ * The first reason storage could not keep `value` as sent: objects and arrays nested deeper than
+ * `limit` levels (reported on the field itself), or a key or string that is not storable text (with
+ * its path). Iterative, so any depth or a cycle is safe; each node is visited once.
+ *
+ * @example
+ * jsonProblem({ a: { b: 'x\u0000' } }) // { message: 'must not contain NUL …', path: ['a', 'b'] }
+ */
+export function jsonProblem(value: unknown, limit = maxJsonDepth): JsonProblem | undefined {
+  const pending: JsonNode[] = [{ value, depth: 0 }]
+  while (pending.length > 0) {
+    const node = pending.pop()!
+    const item = node.value
+    if (typeof item === 'string') {
+      if (!isStorableText(item)) return { message: unstorableTextMessage, path: pathOf(node) }
+      continue
+    }
+    if (typeof item !== 'object' || item === null) continue
+    if (node.depth === limit) return { message: tooDeepMessage, path: [] }
+    for (const [key, child] of Object.entries(item)) {
+      const next: JsonNode = { value: child, depth: node.depth + 1, key, parent: node }
+      if (!isStorableText(key)) return { message: unstorableTextMessage, path: pathOf(next) }
+      pending.push(next)
+    }
+  }
+  return undefined
+}
+
+/** The valibot check of jsonProblem: nesting within `maxJsonDepth`, every key and string storable. */
+export function storableJson<T>() {
+  return v.rawCheck<T>(({ dataset, addIssue }) => {
+    if (!dataset.typed) return
+    const problem = jsonProblem(dataset.value)
+    if (!problem) return
+    const input = dataset.value
+    const path = problem.path.map((key): v.UnknownPathItem => ({ type: 'unknown', origin: 'value', input, key, value: undefined }))
+    addIssue(path.length > 0 ? { message: problem.message, path: path as [v.UnknownPathItem, ...v.UnknownPathItem[]] } : { message: problem.message })
+  })
+}
+
+/** A JSON object: not an array, not null. valibot's object and record schemas accept arrays. */
+export function isJsonObject(x: unknown): x is JsonObject {
+  return typeof x === 'object' && x !== null && !Array.isArray(x)
 }
 
 /**
  * The first step of every object schema here: a JSON object, not an array (valibot's object and record schemas
  * accept arrays) and not null. The OpenAPI document describes it as `{ "type": "object" }`.
  */
-export const ObjectCheck = v.custom<unknown>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object')
+export const ObjectCheck = v.custom<unknown>(isJsonObject, 'must be a JSON object')
 
-/** A JSON object (not an array, not null), nested at most `maxJsonDepth` levels. */
-export const JsonObjectSchema = v.pipe(
-  ObjectCheck,
-  v.record(v.string(), v.unknown()),
-  withinJsonDepth<Record<string, unknown>>(),
-)
+/** ObjectCheck typed as the object it lets through; documented the same way. */
+export const JsonObjectCheck = v.custom<JsonObject>(isJsonObject, 'must be a JSON object')
 
-/** Any JSON value nested at most `maxJsonDepth` levels (config and credentials, checked by their type afterwards). */
-export const JsonValueSchema = v.pipe(v.unknown(), withinJsonDepth<unknown>())
+/**
+ * A JSON object (not an array, not null) that storage keeps exactly: nested at most `maxJsonDepth`
+ * levels, storable text throughout, and every key kept. valibot's record schema drops the keys
+ * `__proto__`, `constructor` and `prototype`, so it is not used for values that are stored.
+ */
+export const JsonObjectSchema = v.pipe(JsonObjectCheck, storableJson<JsonObject>())
+
+/** Any JSON value held to the same rules (config and credentials, checked by their type afterwards). */
+export const JsonValueSchema = v.pipe(v.unknown(), storableJson<unknown>())
 export type JsonObject = Record<string, unknown>
+
+/** Key and value schemas of each objectOf schema, by its first pipe item, for the OpenAPI document. */
+const objectOfItems = new WeakMap<object, { key: v.GenericSchema; value: v.GenericSchema }>()
+
+/**
+ * The key and value schemas an objectOf schema was made with, given the first item of its pipe
+ * (where the OpenAPI converter asks), so it is documented as the record it stands for.
+ */
+export function objectOfItemsOf(schema: unknown): { key: v.GenericSchema; value: v.GenericSchema } | undefined {
+  return typeof schema === 'object' && schema !== null ? objectOfItems.get(schema) : undefined
+}
+
+const StorableKeySchema = v.pipe(v.string(), storableText())
+
+/**
+ * A JSON object whose every key passes `key` and every value passes `value`: valibot's record without
+ * its quirks. It keeps every key (record drops `__proto__`, `constructor` and `prototype`) and
+ * refuses arrays (record reads their indexes as keys). Issues name the key (`metadata.<key>`).
+ *
+ * @example
+ * objectOf(v.string(), 'must be an object of strings') // { constructor: 'x' } stays { constructor: 'x' }
+ */
+export function objectOf<V extends v.GenericSchema>(value: V, message: string, key: v.GenericSchema<string, string> = StorableKeySchema) {
+  const head = v.custom<Record<string, unknown>>(isJsonObject, message)
+  objectOfItems.set(head, { key, value })
+  return v.pipe(
+    head,
+    v.rawTransform(({ dataset, addIssue }) => {
+      const input = dataset.value
+      const out: Record<string, v.InferOutput<V>> = {}
+      for (const [name, item] of Object.entries(input)) {
+        const at = (origin: 'key' | 'value'): v.ObjectPathItem => ({ type: 'object', origin, input, key: name, value: item })
+        const keyCheck = v.safeParse(key, name)
+        if (!keyCheck.success) addIssue({ message: keyCheck.issues[0].message, path: [at('key')] })
+        const result = v.safeParse(value, item)
+        if (!result.success) for (const issue of result.issues) addIssue({ message: issue.message, path: [at('value'), ...(issue.path ?? [])] })
+        // Defined, not assigned: `out.__proto__ = …` would set the prototype instead of a key.
+        else Object.defineProperty(out, name, { value: result.output, enumerable: true, writable: true, configurable: true })
+      }
+      return out
+    }),
+  )
+}
 
 /**
  * A request body object. valibot's object schemas accept arrays (their indexes become unexpected
@@ -75,20 +204,44 @@ export function bodyShape(schema: v.GenericSchema): v.GenericSchema {
   return pipe?.[0] === ObjectCheck && pipe[1] ? pipe[1] : schema
 }
 
-/** A flat map of string values, e.g. metadata sent as headers. */
-export const StringMapSchema = v.record(v.string(), v.string('values must be strings'), 'must be an object of strings')
+/** A flat map of string values, e.g. metadata sent as headers; storable text throughout. */
+export const StringMapSchema = objectOf(v.pipe(v.string('values must be strings'), storableText()), 'must be an object of strings')
 
-/** An RFC 3339 date-time, accepted as a string (or a Date from typed callers). */
-export const DateTimeSchema = v.union(
-  [
-    v.pipe(
-      v.string(),
-      v.check((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)), 'must be an RFC 3339 date-time'),
-      v.transform((s) => new Date(s)),
-    ),
-    v.pipe(v.date(), v.check((d) => !Number.isNaN(d.getTime()), 'must be a valid date')),
-  ],
-  'must be an RFC 3339 date-time',
+/** The instants every storage keeps exactly: years 0001 to 9999 (UTC), what RFC 3339 can write. */
+export const dateRange = { min: Date.parse('0001-01-01T00:00:00.000Z'), max: Date.parse('9999-12-31T23:59:59.999Z') } as const
+
+/** The message for a date-time outside `dateRange`. */
+export const dateRangeMessage = 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z'
+
+/**
+ * Whether `ms` is an instant within `dateRange`: Postgres writes years before 1 as BC, SQLite and
+ * JavaScript as negative years, and toISOString writes years past 9999 with six digits.
+ *
+ * @example
+ * isStorableInstant(Date.parse('0000-12-31T23:00:00Z')) // false
+ */
+export function isStorableInstant(ms: number): boolean {
+  return Number.isFinite(ms) && ms >= dateRange.min && ms <= dateRange.max
+}
+
+const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
+
+/**
+ * An RFC 3339 date-time within `dateRange`, accepted as a string (or a Date from typed callers). One
+ * pipe rather than a union of the two: a union reports only its own message, so a date out of range
+ * would read "must be an RFC 3339 date-time".
+ */
+export const DateTimeSchema = v.pipe(
+  v.union([v.string(), v.date()], 'must be an RFC 3339 date-time'),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const value = dataset.value
+    const ms = typeof value === 'string' ? (rfc3339.test(value) ? Date.parse(value) : Number.NaN) : value.getTime()
+    if (Number.isNaN(ms)) addIssue({ message: typeof value === 'string' ? 'must be an RFC 3339 date-time' : 'must be a valid date' })
+    // An offset can move a date written within the range out of it (`9999-12-31T23:00:00-02:00`).
+    else if (!isStorableInstant(ms)) addIssue({ message: dateRangeMessage })
+    else return new Date(ms)
+    return NEVER
+  }),
 )
 
 export const DirSchema = v.picklist(['asc', 'desc'], 'must be "asc" or "desc"')
@@ -107,6 +260,8 @@ export function queryInt(min: number, max: number) {
 export const RepeatedStringSchema = v.pipe(
   v.union([v.string(), v.array(v.string())], 'must be a string or a list of strings'),
   v.transform((x) => (Array.isArray(x) ? x : [x])),
+  // Compared with stored text: Postgres refuses U+0000 in a parameter as it does in a row.
+  v.check((list) => list.every(isStorableText), unstorableTextMessage),
 )
 
 /**
@@ -114,14 +269,15 @@ export const RepeatedStringSchema = v.pipe(
  * of deepObject query parameters (`time[start]`, `filters[topic][1]`).
  */
 function issuePath(issue: v.BaseIssue<unknown>, prefix: string, brackets: boolean): string {
-  const keys = [prefix, ...(issue.path ?? []).map((p) => String(p.key))].filter(Boolean)
+  // An empty key or parameter name is named `""`, not left out (which would blame the parent).
+  const keys = [...(prefix ? [prefix] : []), ...(issue.path ?? []).map((p) => String(p.key) || '""')]
   if (brackets) return keys.length === 0 ? '(query)' : keys[0]! + keys.slice(1).map((k) => `[${k}]`).join('')
   return keys.join('.') || '(body)'
 }
 
 /** Turn valibot issues into the `data` map of an error body (first message per field). */
 export function issuesToData(issues: readonly v.BaseIssue<unknown>[], prefix = '', brackets = false): ErrorData {
-  const data: ErrorData = {}
+  const data = errorData()
   for (const issue of issues) {
     const path = issuePath(issue, prefix, brackets)
     let message = issue.message

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { DestinationTypeNameSchema } from './destination-type.js'
-import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, RepeatedStringSchema, StringMapSchema } from './common.js'
+import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, objectOf, RepeatedStringSchema, storableText, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
 export const TopicSchema = v.pipe(
@@ -8,6 +8,7 @@ export const TopicSchema = v.pipe(
   v.minLength(1, 'must not be empty'),
   v.maxLength(255, 'must be at most 255 characters'),
   v.regex(/^[^\s]+$/, 'must not contain white space'),
+  storableText(),
 )
 
 /** Limits that bound topic matching (see delivery/topics.ts): the cost grows with their product. */
@@ -69,7 +70,9 @@ export const UpdateDestinationSchema = objectBody(v.strictObject(
     filter: v.optional(v.nullable(JsonObjectSchema)),
     config: v.optional(v.nullable(JsonValueSchema)),
     credentials: v.optional(v.nullable(JsonValueSchema)),
-    delivery_metadata: v.optional(v.nullable(v.record(v.string(), v.nullable(v.string('values must be strings or null'))))),
+    delivery_metadata: v.optional(
+      v.nullable(objectOf(v.nullable(v.pipe(v.string('values must be strings or null'), storableText())), 'must be an object of strings or null')),
+    ),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
   },
   'unexpected field',

@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { DateTimeSchema, IdSchema } from './common.js'
+import { DateTimeSchema, IdSchema, storableText } from './common.js'
 import { destinationTypes } from './destination-type.js'
 import { EventStatusSchema } from './event.js'
 
@@ -60,7 +60,7 @@ function oneOrMany<S extends v.GenericSchema<string, string>>(item: S, message: 
 
 const picklistMessage = (values: readonly string[]) => `must be one of ${values.join(', ')}`
 const idList = () => v.optional(oneOrMany(IdSchema, 'must be an id or a list of ids'))
-const stringList = () => v.optional(oneOrMany(v.pipe(v.string(), v.minLength(1, 'must not be empty')), 'must be a string or a list of strings'))
+const stringList = () => v.optional(oneOrMany(v.pipe(v.string(), v.minLength(1, 'must not be empty'), storableText()), 'must be a string or a list of strings'))
 const integerList = (what: string) =>
   v.optional(oneOrMany(v.pipe(v.string(), v.regex(/^\d{1,9}$/, `must be ${what}`)), `must be ${what} or a list of them`))
 

@@ -1,5 +1,6 @@
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
+import { isStorableInstant, isStorableText } from './common.js'
 
 export type Dir = 'asc' | 'desc'
 
@@ -45,21 +46,38 @@ export function encodeCursor(listing: string, dir: Dir, position: KeysetPosition
   return Buffer.from(JSON.stringify(body)).toString('base64url')
 }
 
+/** Ids after the sort key in each listing's positions: tenants sort by (created_at, id), events by (time, event id, destination id). */
+const positionIds: Record<string, number> = { tenants: 1, events: 2 }
+
+/** Ids are at most 128 characters (IdSchema); a cursor is not a way around that. */
+const maxCursorIdLength = 128
+
+/**
+ * Whether `p` is a position this server could have written for `listing`: a storable instant, then
+ * the listing's ids. Storage turns it into SQL parameters, so anything else (a forged or mangled
+ * cursor) must be refused here as a 400 rather than fail in the database.
+ */
+function isPosition(p: unknown, listing: string): p is KeysetPosition {
+  if (!Array.isArray(p) || p.length !== 1 + (positionIds[listing] ?? 1)) return false
+  const [sortKey, ...ids] = p as unknown[]
+  if (typeof sortKey !== 'number' || !Number.isInteger(sortKey) || !isStorableInstant(sortKey)) return false
+  return ids.every((id) => typeof id === 'string' && id.length <= maxCursorIdLength && isStorableText(id))
+}
+
 function decodeCursor(param: 'next' | 'prev', cursor: string, listing: string, dir: Dir): KeysetPosition {
   const invalid = (why: string) =>
     new OutflowError('bad_request', 'invalid query parameter', { data: { [param]: why } })
-  let body: CursorBody
+  let body: Partial<CursorBody> | null
   try {
-    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as CursorBody
+    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorBody> | null
   } catch {
     throw invalid('malformed cursor')
   }
-  const p = body?.p
-  if (!body || typeof body !== 'object' || !Array.isArray(p) || p.length < 2 || typeof p[0] !== 'number' || !Number.isFinite(p[0]) || p.slice(1).some((x) => typeof x !== 'string'))
-    throw invalid('malformed cursor')
+  if (typeof body !== 'object' || body === null || typeof body.l !== 'string' || (body.d !== 'asc' && body.d !== 'desc')) throw invalid('malformed cursor')
   if (body.l !== listing) throw invalid('cursor belongs to another listing')
   if (body.d !== dir) throw invalid(`cursor was made for dir=${body.d}`)
-  return p
+  if (!isPosition(body.p, listing)) throw invalid('malformed cursor')
+  return body.p
 }
 
 /** Turn `next`/`prev` query values into a keyset request; both at once is a 400. */

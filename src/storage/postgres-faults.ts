@@ -60,14 +60,18 @@ export function mapStorageError(err: unknown): unknown {
  * `work`, failing with `unavailable` if Postgres has not answered within `timeoutMs`. A paused or
  * unreachable server leaves a query waiting on its connection with nothing to cancel it (a cancel
  * request needs the server too): the caller stops waiting, and the query finishes or fails on its
- * own once the server answers again. So a call that timed out may still have been applied.
+ * own once the server answers again. So a single statement that timed out may still have been
+ * applied; `onExpired` lets a transaction roll back instead (see postgres.ts).
  */
-export function withDeadline<T>(work: PromiseLike<T>, timeoutMs: number): Promise<T> {
+export function withDeadline<T>(work: PromiseLike<T>, timeoutMs: number, onExpired?: () => void): Promise<T> {
   // A drizzle query is a thenable that runs again on every `then`: subscribe exactly once.
   const result = Promise.resolve(work)
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unavailable(`no answer within ${timeoutMs} ms`)), timeoutMs)
+    timer = setTimeout(() => {
+      onExpired?.()
+      reject(unavailable(`no answer within ${timeoutMs} ms`))
+    }, timeoutMs)
   })
   // The work may settle after the deadline: its failure then has no one to report to.
   result.catch(() => undefined)

@@ -10,7 +10,7 @@ import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatc
 export function postgresHotPath(tables: Tables): HotPath {
   return {
     singleStatementInsert: true,
-    insertEvents: (db, items) => insertEvents(db, tables, items),
+    insertEvents: async (db, items) => (await insertEventRows(arraysOf(db), tables, items))!,
     writeAttempts: (db, writes) => writeAttempts(db, tables, writes),
     pruneEvents: (db, request) => pruneEvents(db, tables, request),
   }
@@ -20,12 +20,31 @@ const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
 const col = (values: (string | null)[], type: string) => sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`
 const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 
+/** Runs one statement; its rows as arrays, columns in select-list order (whatever names a driver's transform gives them). */
+export type RowsOf = (query: SQL) => Promise<unknown[][]>
+
+/** Rows of the engine's own drizzle connection as arrays (its row objects keep the select-list order). */
+const arraysOf = (db: Db): RowsOf => async (query) => ((await db.execute(query)) as unknown as Record<string, unknown>[]).map((row) => Object.values(row))
+
+export interface InsertEventRowsOptions {
+  /** The statement writes nothing unless this holds (the host-transaction check, see postgres-outbox.ts); then the result is null. */
+  guard?: SQL
+  /** NOTIFY this channel within the statement when it wrote deliveries: inside a transaction, the wake-up rides on its commit. */
+  notify?: string
+}
+
 /**
  * One statement (atomic by itself, no BEGIN/COMMIT round trips): the events, then deliveries of the inserted ones.
  * It holds the tenant and destination rows it writes for (`for key share`: a delete waits, an update does not),
  * so a concurrent delete either removes these rows after commit or committed first and they are not written.
+ * It takes no other lock on shared rows, so inside a host's long transaction it blocks no other publish or delivery.
  */
-async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
+export async function insertEventRows(
+  rowsOf: RowsOf,
+  t: Tables,
+  items: NewEventWithDeliveries[],
+  { guard, notify }: InsertEventRowsOptions = {},
+): Promise<InsertEventResult[] | null> {
   const events = items.map((i) => i.event)
   const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
   // The same id twice in one batch: only the first occurrence may bring deliveries.
@@ -37,7 +56,7 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
     firsts.add(key)
     for (const d of deliveries) rows.push({ e, d })
   }
-  const written = (await db.execute(sql`
+  const written = (await rowsOf(sql`
     with input as (
       select * from ${unnest(
         col(events.map((e) => e.tenant_id), 'text'),
@@ -49,7 +68,7 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
         col(events.map((e) => (e.eligible_for_retry ? 't' : 'f')), 'bool'),
         col(events.map((e) => iso(e.created_at)), 'timestamptz'),
         col(groups, 'text'),
-      )} as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp)
+      )} as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp)${guard ? sql` where ${guard}` : sql``}
     ), owner as (
       select id from ${t.tenants} where id in (select tenant_id from input) for key share
     ), orphaned as (
@@ -81,17 +100,20 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
       returning tenant_id, event_id, destination_id
-    )
+    )${notify === undefined ? sql`` : sql`, wake as (select pg_notify(${notify}, '') from (select 1) one where exists (select 1 from dl))`}
     select 'event' as kind, tenant_id, id as ref, null as destination_id from ev
     union all select 'delivery', tenant_id, event_id, destination_id from dl
-    union all select 'orphaned', tenant_id, grp, null from orphaned`)) as unknown as { kind: string; tenant_id: string; ref: string; destination_id: string | null }[]
+    union all select 'orphaned', tenant_id, grp, null from orphaned${notify === undefined ? sql`` : sql`
+    union all select 'wake', null, null, null from wake`}${guard ? sql`
+    union all select 'refused', null, null, null where not (${guard})` : sql``}`)) as [kind: string, tenant_id: string, ref: string, destination_id: string | null][]
   const fresh = new Set<string>()
   const delivered = new Set<string>()
   const missing = new Map<string, string>()
-  for (const r of written) {
-    if (r.kind === 'event') fresh.add(`${r.tenant_id}\u0000${r.ref}`)
-    else if (r.kind === 'delivery') delivered.add(`${r.tenant_id}\u0000${r.ref}\u0000${r.destination_id}`)
-    else missing.set(r.ref, r.tenant_id)
+  for (const [kind, tenantId, ref, destinationId] of written) {
+    if (kind === 'event') fresh.add(`${tenantId}\u0000${ref}`)
+    else if (kind === 'delivery') delivered.add(`${tenantId}\u0000${ref}\u0000${destinationId}`)
+    else if (kind === 'orphaned') missing.set(ref, tenantId)
+    else if (kind === 'refused') return null
   }
   const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
     const missingTenant = missing.get(groups[index]!)
@@ -102,10 +124,8 @@ async function insertEvents(db: Db, t: Tables, items: NewEventWithDeliveries[]):
   for (const [index, r] of results.entries()) {
     if (!r.duplicate) continue
     const { tenant_id, id } = items[index]!.event
-    const existing = (await db.execute(
-      sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id}`,
-    )) as unknown as { destination_id: string }[]
-    r.destination_ids = existing.map((row) => row.destination_id)
+    const existing = await rowsOf(sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id}`)
+    r.destination_ids = existing.map(([destinationId]) => destinationId as string)
   }
   return results
 }

@@ -1,14 +1,20 @@
 import { sql } from 'drizzle-orm'
+import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import type PostgresJs from 'postgres'
+import { OutflowError } from '../errors.js'
 import { importPeer, loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
-import * as schema from './schema/postgres.js'
+import { qualifiedPostgresTables, schemaNamePattern } from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
 import { postgresHotPath } from './postgres-hot-path.js'
+import { parseTimestamptz, timestamptzOid } from './postgres-timestamps.js'
 import { containedTransaction, mapStorageError, reconnectDelaySeconds, withDeadline } from './postgres-faults.js'
+import { insertEventsInTransaction, serverStartedSql, type ServerIdentity } from './postgres-outbox.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage } from './storage.js'
+
+export { postgresTables } from './schema/postgres.js'
 
 export interface PostgresOptions {
   /** `postgres://user:pass@host:5432/db` */
@@ -21,14 +27,41 @@ export interface PostgresOptions {
    * a paused or unreachable server; it is also the connect timeout and the server's `statement_timeout`.
    */
   timeoutMs?: number
+  /**
+   * The Postgres schema that holds Outflow's tables (default `public`): lower-case letters, digits and `_`,
+   * at most 50 characters. Created by `migrate()` when missing; migrations are recorded in its
+   * `__outflow_migrations` table. Put Outflow beside your own tables in your database (one schema each).
+   */
+  schema?: string
+}
+
+/**
+ * Thrown inside a transaction whose caller stopped waiting (its deadline passed), so it rolls back.
+ * Nobody sees it: the caller already has its `unavailable` error.
+ */
+class AbandonedTransactionError extends Error {
+  constructor() {
+    super('the caller stopped waiting for this transaction: rolled back')
+  }
 }
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
-/** Held by the one instance pruning old events (the `retention` option). */
+/** Held by the one instance pruning old events (the `retention` option); one per schema. */
 const pruneLockKey = 0x6f7574667072 // "outfpr"
-/** NOTIFY channel on which instances announce deliveries any of them may take. */
-const workChannel = 'outflow_work'
+/** Where migrations are recorded, in Outflow's schema: a host's own drizzle migrations keep drizzle's default table. */
+const migrationsTable = '__outflow_migrations'
+
+/** NOTIFY channel on which instances announce deliveries any of them may take (per schema: another install in the same database is not woken). */
+const workChannelOf = (schema: string) => (schema === 'public' ? 'outflow_work' : `outflow_work_${schema}`)
+
+/** A small stable hash (FNV-1a), so each schema's pruners take their own advisory lock. */
+function schemaLockOffset(schema: string): number {
+  if (schema === 'public') return 0
+  let hash = 0x811c9dc5
+  for (const c of schema) hash = Math.imul(hash ^ c.charCodeAt(0), 0x01000193) >>> 0
+  return hash + 1
+}
 
 /**
  * Postgres storage on postgres.js. Several engines may share one database.
@@ -43,48 +76,85 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
     const { drizzle } = await importPeer<typeof import('drizzle-orm/postgres-js')>('drizzle-orm/postgres-js')
     const timeoutMs = options.timeoutMs ?? 10_000
+    const schemaName = options.schema ?? 'public'
+    if (!schemaNamePattern.test(schemaName))
+      throw new OutflowError('validation', `invalid Postgres schema name "${schemaName}": use lower-case letters, digits and _ (at most 50 characters)`, {
+        data: { schema: 'must be lower-case letters, digits and _, starting with a letter or _' },
+      })
+    const tables = qualifiedPostgresTables(schemaName)
+    const workChannel = workChannelOf(schemaName)
     const client = connect(options.url, {
       max: options.max ?? 10,
       onnotice: () => {},
       connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
       backoff: reconnectDelaySeconds,
       // The server stops work no caller waits for any more; operators see whose sessions these are.
-      connection: { application_name: 'outflow', statement_timeout: timeoutMs },
+      // UTC: timestamps come back as `…+00` whatever the server's own time zone.
+      connection: { application_name: 'outflow', statement_timeout: timeoutMs, TimeZone: 'UTC' },
     })
-    const db = drizzle({ client, schema }) as unknown as Db
+    const db = drizzle({ client }) as unknown as Db
+    // After drizzle, which sets timestamptz to come as text and reads it with `new Date(text)`:
+    // wrong for years 1–99 (see postgres-timestamps.ts). A Date from the parser is taken as it is.
+    client.options.parsers[timestamptzOid] = parseTimestamptz
     // Every call: bounded by timeoutMs, connection faults reported as `unavailable`.
-    const bounded = <T>(work: () => Promise<T>): Promise<T> =>
-      withDeadline(work(), timeoutMs).catch((err: unknown) => {
+    const bounded = <T>(work: () => Promise<T>, onExpired?: () => void): Promise<T> =>
+      withDeadline(work(), timeoutMs, onExpired).catch((err: unknown) => {
         throw mapStorageError(err)
       })
     const ctx: SqlContext = {
       dialect: 'postgres',
-      tables: schema,
-      hotPath: postgresHotPath(schema),
+      tables,
+      hotPath: postgresHotPath(tables),
       run: (fn) => bounded(() => fn(db)),
-      transaction: <T>(fn: (db: Db) => Promise<T>, { durable = true } = {}) =>
-        bounded(() =>
-          containedTransaction(
-            (body: (tx: Db) => Promise<T>) => db.transaction((tx) => body(tx as unknown as Db)),
-            async (tx) => {
-              // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
-              // need not wait for a WAL flush; publishes and directory changes always do.
-              if (!durable) await tx.execute(sql`set local synchronous_commit = off`)
-              return fn(tx)
-            },
-          ),
-        ),
+      transaction: <T>(fn: (db: Db) => Promise<T>, { durable = true } = {}) => {
+        // Set once the caller has been answered `unavailable`: from then on the transaction rolls back
+        // instead of committing, so a call that failed on its deadline has changed nothing (unless the
+        // deadline passed while the COMMIT itself was on its way).
+        let expired = false
+        const abandon = () => {
+          if (expired) throw new AbandonedTransactionError()
+        }
+        return bounded(
+          () =>
+            containedTransaction(
+              (body: (tx: Db) => Promise<T>) => db.transaction((tx) => body(tx as unknown as Db)),
+              async (tx) => {
+                abandon()
+                // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
+                // need not wait for a WAL flush; publishes and directory changes always do.
+                if (!durable) await tx.execute(sql`set local synchronous_commit = off`)
+                const result = await fn(tx)
+                abandon()
+                return result
+              },
+            ),
+          () => (expired = true),
+        )
+      },
       notifyWork: async (tx) => {
         await tx.execute(sql`select pg_notify(${workChannel}, '')`)
       },
     }
+    // The database and server this engine's connections reach, to recognise a host's transaction on the same one.
+    let identity: Promise<ServerIdentity> | undefined
+    const serverIdentity = (refresh = false): Promise<ServerIdentity> => {
+      if (refresh || !identity) {
+        identity = bounded(() => client.unsafe(`select current_database(), ${serverStartedSql}`).values()).then(([row]) => ({ database: String(row![0]), started: String(row![1]) }))
+        identity.catch(() => (identity = undefined))
+      }
+      return identity
+    }
     return createSqlStorage(ctx, {
+      insertEventsInTransaction: (tx, items) => insertEventsInTransaction({ tables, schema: schemaName, channel: workChannel, serverIdentity }, tx, items),
       async migrate() {
         // One connection holds a session advisory lock, so two processes starting at once migrate one after the other.
-        const lockClient = connect(options.url, { max: 1, onnotice: () => {} })
+        // Its search_path is Outflow's schema: the committed migrations name their tables without one.
+        const lockClient = connect(options.url, { max: 1, onnotice: () => {}, connection: { search_path: `"${schemaName}"` } })
         try {
           await lockClient`select pg_advisory_lock(${migrationLockKey})`
-          await migrate(drizzle({ client: lockClient }), { migrationsFolder: migrationsFolder('postgres') })
+          const folder = migrationsFolder('postgres')
+          await adoptDrizzleMigrations(lockClient, schemaName, folder)
+          await migrate(drizzle({ client: lockClient }), { migrationsFolder: folder, migrationsSchema: schemaName, migrationsTable })
           await lockClient`select pg_advisory_unlock(${migrationLockKey})`
         } finally {
           await lockClient.end()
@@ -98,8 +168,9 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
         // process dies the connection closes and another instance takes over.
         const reserved = await client.reserve()
         try {
-          const [row] = await reserved<{ locked: boolean }[]>`select pg_try_advisory_lock(${pruneLockKey}) as locked`
-          if (row?.locked) return async () => void (await reserved`select pg_advisory_unlock(${pruneLockKey})`.finally(() => reserved.release()))
+          const key = pruneLockKey + schemaLockOffset(schemaName)
+          const [row] = await reserved<{ locked: boolean }[]>`select pg_try_advisory_lock(${key}) as locked`
+          if (row?.locked) return async () => void (await reserved`select pg_advisory_unlock(${key})`.finally(() => reserved.release()))
         } catch (err) {
           reserved.release()
           throw err
@@ -114,4 +185,26 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       },
     })
   }
+}
+
+/**
+ * Databases migrated by releases before `__outflow_migrations` recorded their migrations in drizzle's default
+ * table (`drizzle.__drizzle_migrations`), which a host's own drizzle migrations may share. Carry Outflow's rows
+ * over once (matched by the journal's timestamps), so its migrations are not applied again.
+ */
+async function adoptDrizzleMigrations(client: PostgresJs.Sql, schemaName: string, folder: string): Promise<void> {
+  const [found] = await client<{ adopted: boolean; installed: boolean; legacy: boolean }[]>`
+    select to_regclass(${`"${schemaName}".${migrationsTable}`}) is not null as adopted,
+      to_regclass(${`"${schemaName}".deliveries`}) is not null as installed,
+      to_regclass('drizzle.__drizzle_migrations') is not null as legacy`
+  if (!found || found.adopted || !found.installed || !found.legacy) return
+  const applied = readMigrationFiles({ migrationsFolder: folder }).map((m) => String(m.folderMillis))
+  await client.begin(async (tx) => {
+    await tx.unsafe(`create table "${schemaName}".${migrationsTable} (id serial primary key, hash text not null, created_at bigint)`)
+    await tx.unsafe(
+      `insert into "${schemaName}".${migrationsTable} (hash, created_at)
+       select hash, created_at from drizzle.__drizzle_migrations where created_at = any($1::bigint[]) order by created_at`,
+      [applied],
+    )
+  })
 }

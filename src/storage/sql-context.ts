@@ -1,7 +1,7 @@
 import { inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
-import type * as schema from './schema/postgres.js'
+import type { qualifiedPostgresTables } from './schema/postgres.js'
 import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
@@ -10,7 +10,7 @@ import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatc
  * which have the same names, columns and JS value types.
  */
 export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>
-export type Tables = typeof schema
+export type Tables = ReturnType<typeof qualifiedPostgresTables>
 
 export interface SqlContext {
   dialect: 'sqlite' | 'postgres'

@@ -7,9 +7,14 @@ import * as retention from './sql-retention.js'
 import type { Storage } from './storage.js'
 
 /** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
-export function createSqlStorage(ctx: SqlContext, lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'path' | 'lockPruner'>): Storage {
+export function createSqlStorage(
+  ctx: SqlContext,
+  lifecycle: Pick<Storage, 'migrate' | 'close' | 'onWork' | 'path' | 'lockPruner' | 'insertEventsInTransaction' | 'hostConnection'>,
+): Storage {
   return {
     onWork: lifecycle.onWork,
+    insertEventsInTransaction: lifecycle.insertEventsInTransaction,
+    hostConnection: lifecycle.hostConnection,
     lockPruner: lifecycle.lockPruner,
     dialect: ctx.dialect,
     path: lifecycle.path,

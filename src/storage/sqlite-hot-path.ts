@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import type { HotPath } from './sql-context.js'
+import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
 
 /**
  * The writes every delivery makes, and the pruner's deletes, as statements prepared once. Building
@@ -10,17 +11,7 @@ import type { HotPath } from './sql-context.js'
 const ms = (d: Date | null | undefined) => (d ? d.getTime() : null)
 
 export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
-  const insertEvent = client.prepare(
-    `insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
-  )
-  const insertDelivery = client.prepare(
-    `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until)
-     values (?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?)`,
-  )
-  const existingDestinations = client.prepare(`select destination_id from deliveries where tenant_id = ? and event_id = ?`).pluck()
-  const tenantExists = client.prepare(`select 1 from tenants where id = ?`).pluck()
-  const destinationExists = client.prepare(`select 1 from destinations where tenant_id = ? and id = ?`).pluck()
+  const insertEvents = sqliteEventInserts(client)
   const insertAttempt = client.prepare(
     `insert into attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status, response_status_code,
        response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
@@ -53,26 +44,7 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   )
 
   return {
-    insertEvents(_db, items) {
-      // Inside the caller's transaction (one writer): owners are checked where the rows are written.
-      const missing = new Map<number | string, string>()
-      items.forEach(({ event: e, group }, index) => {
-        if (!tenantExists.get(e.tenant_id)) missing.set(group ?? `item ${index}`, e.tenant_id)
-      })
-      return items.map(({ event: e, deliveries, group }, index) => {
-        const missingTenant = missing.get(group ?? `item ${index}`)
-        if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
-        const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), JSON.stringify(e.data), JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
-        if (inserted.changes === 0) return { duplicate: true, destination_ids: existingDestinations.all(e.tenant_id, e.id) as string[] }
-        const destinationIds: string[] = []
-        for (const d of deliveries) {
-          if (!destinationExists.get(e.tenant_id, d.destination_id)) continue
-          insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), ms(d.next_attempt_at), d.lease_owner ?? null, ms(d.lease_until))
-          destinationIds.push(d.destination_id)
-        }
-        return { duplicate: false, destination_ids: destinationIds }
-      })
-    },
+    insertEvents: (_db, items) => insertEvents(items),
     writeAttempts(_db, writes) {
       for (const { attempt: a, delivery: d } of writes) {
         // Written already (the worker writes results again after a failed write): nothing to do.
@@ -111,5 +83,43 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
       clearBatch.run()
       return { events, deliveries, attempts, found, last: last === null ? null : new Date(last) }
     },
+  }
+}
+
+/**
+ * Insert events and their deliveries, with statements prepared on `client` (the engine's connection, or a
+ * host's connection to the same file for publishing inside its transaction). Runs inside the caller's
+ * transaction (one writer): owners are checked where the rows are written.
+ */
+export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewEventWithDeliveries[]) => InsertEventResult[] {
+  const insertEvent = client.prepare(
+    `insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
+  )
+  const insertDelivery = client.prepare(
+    `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until)
+     values (?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?)`,
+  )
+  const existingDestinations = client.prepare(`select destination_id from deliveries where tenant_id = ? and event_id = ?`).pluck()
+  const tenantExists = client.prepare(`select 1 from tenants where id = ?`).pluck()
+  const destinationExists = client.prepare(`select 1 from destinations where tenant_id = ? and id = ?`).pluck()
+  return (items) => {
+    const missing = new Map<number | string, string>()
+    items.forEach(({ event: e, group }, index) => {
+      if (!tenantExists.get(e.tenant_id)) missing.set(group ?? `item ${index}`, e.tenant_id)
+    })
+    return items.map(({ event: e, deliveries, group }, index) => {
+      const missingTenant = missing.get(group ?? `item ${index}`)
+      if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
+      const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), JSON.stringify(e.data), JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
+      if (inserted.changes === 0) return { duplicate: true, destination_ids: existingDestinations.all(e.tenant_id, e.id) as string[] }
+      const destinationIds: string[] = []
+      for (const d of deliveries) {
+        if (!destinationExists.get(e.tenant_id, d.destination_id)) continue
+        insertDelivery.run(d.id, e.tenant_id, e.id, d.destination_id, e.topic, ms(e.time), ms(d.next_attempt_at), d.lease_owner ?? null, ms(d.lease_until))
+        destinationIds.push(d.destination_id)
+      }
+      return { duplicate: false, destination_ids: destinationIds }
+    })
   }
 }

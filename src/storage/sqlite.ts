@@ -8,6 +8,7 @@ import { createSqlStorage } from './sql-storage.js'
 import { startCheckpointer } from './sqlite-checkpointer.js'
 import { sqliteHotPath } from './sqlite-hot-path.js'
 import { unavailable } from './faults.js'
+import { sqliteHostConnection } from './sqlite-outbox.js'
 import type { Storage } from './storage.js'
 
 export interface SqliteOptions {
@@ -39,13 +40,23 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
     client.pragma('wal_autocheckpoint = 10000')
     const stopCheckpointer = onDisk ? startCheckpointer(client, options.path, 10_000) : async () => {}
     client.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`)
-    client.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000
+    // Waits for another connection's write lock happen in retryBusy, asynchronously: SQLite's own busy
+    // handler sleeps in the calling thread, which would stop every delivery of this process meanwhile.
+    client.pragma('busy_timeout = 0')
     const db = drizzle({ client, schema })
-    return createSqlStorage(sqliteContext(client, db as unknown as Db, options.synchronous ?? 'FULL'), {
+    return createSqlStorage(sqliteContext(client, db as unknown as Db, options.synchronous ?? 'FULL', busyTimeoutMs), {
       path: options.path,
       async migrate() {
-        migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
+        // Synchronous, once at start: another process migrating at the same moment is waited for in the thread.
+        client.pragma(`busy_timeout = ${busyTimeoutMs}`)
+        try {
+          migrate(db, { migrationsFolder: migrationsFolder('sqlite') })
+        } finally {
+          client.pragma('busy_timeout = 0')
+        }
       },
+      hostConnection: (hostDb) => sqliteHostConnection(hostDb, options.path),
       async close() {
         await stopCheckpointer()
         client.close()
@@ -74,12 +85,31 @@ const mapped = <T>(work: Promise<T>): Promise<T> =>
     throw mapSqliteError(err)
   })
 
+const isBusy = (err: unknown) => /^SQLITE_BUSY/.test(String((err as { code?: unknown } | null)?.code ?? (err as { cause?: { code?: unknown } } | null)?.cause?.code))
+
+/**
+ * Run `attempt` again while another connection holds the write lock (SQLITE_BUSY: nothing of it was
+ * written), for up to `timeoutMs`, waiting with timers so the process goes on meanwhile: another process,
+ * or the host's own connection holding a transaction open across awaits (see publishSync).
+ */
+async function retryBusy<T>(attempt: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (!isBusy(err) || Date.now() >= deadline) throw err
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay))
+  }
+}
+
 /**
  * better-sqlite3 runs each statement synchronously on one connection, so async transaction bodies
  * are safe only if nothing else touches the connection meanwhile: every call goes through one mutex
  * (the approach of Kysely's SQLite driver) and transactions are plain BEGIN IMMEDIATE/COMMIT.
  */
-function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FULL' | 'NORMAL'): SqlContext {
+function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FULL' | 'NORMAL', busyTimeoutMs: number): SqlContext {
   let tail: Promise<unknown> = Promise.resolve()
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
     const result = tail.then(fn)
@@ -94,9 +124,15 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FUL
     get hotPath() {
       return (hotPath ??= sqliteHotPath(client))
     },
-    run: (fn) => mapped(exclusive(() => fn(db))),
+    // Every statement of `run` is its own write (or a read): one that met the lock wrote nothing and can run again.
+    run: (fn) => mapped(retryBusy(() => exclusive(() => fn(db)), busyTimeoutMs)),
     transaction: (fn, { durable = true } = {}) =>
-      mapped(exclusive(async () => {
+      mapped(retryBusy(() => exclusive(async () => {
+        // Begin in a macrotask of its own: the body only awaits statements of this connection (microtasks),
+        // so the transaction ends within it and no code of the host runs while it holds the write lock. A
+        // host's synchronous write on its own connection (publishSync) would otherwise meet the lock in a
+        // promise continuation and wait for it in the thread, where the lock is never released.
+        await new Promise((resolve) => setImmediate(resolve))
         // In WAL mode NORMAL skips the fsync at commit but never risks consistency; a later FULL
         // commit (the next publish) makes these writes durable too.
         const relax = !durable && synchronous === 'FULL'
@@ -112,6 +148,6 @@ function sqliteContext(client: BetterSqlite3.Database, db: Db, synchronous: 'FUL
         } finally {
           if (relax) client.pragma('synchronous = FULL')
         }
-      })),
+      }), busyTimeoutMs)),
   }
 }

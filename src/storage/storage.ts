@@ -69,6 +69,18 @@ export interface Storage {
    * of the same `group`), and deliveries to a destination that is gone are left out.
    */
   insertEvents(items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
+  /**
+   * Postgres: `insertEvents` through the host's own open transaction `tx` (a postgres.js transaction, or a
+   * drizzle transaction over postgres.js), as one statement whose NOTIFY is delivered when the host commits.
+   * Refuses (OutflowError) a `tx` that is not a transaction, has ended, or is on another database.
+   */
+  insertEventsInTransaction?(tx: unknown, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
+  /**
+   * SQLite: the host's own better-sqlite3 connection to this database file (or a drizzle database or
+   * transaction over one), for publishing synchronously inside the host's transaction. Refuses
+   * (OutflowError) anything else, and a connection to another file.
+   */
+  hostConnection?(db: unknown): HostConnection
   /** Lease up to `limit` due deliveries (pending, next_attempt_at <= now, lease free or expired). */
   claimDueDeliveries(request: ClaimRequest): Promise<ClaimedDelivery[]>
   /**
@@ -138,6 +150,21 @@ export interface Storage {
   /** A trivial round trip: resolves when the database answers. */
   ping(): Promise<void>
 }
+
+/** The host's SQLite connection, inside its own transaction: each call runs synchronously on it. */
+export interface HostConnection {
+  /** The host has a transaction open on this connection. */
+  readonly inTransaction: boolean
+  /** `Storage.publishTargets`, read through the host's connection (so within its transaction). */
+  publishTargets(tenantIds: string[]): Map<string, PublishTarget[]>
+  /** `Storage.insertEvents` on the host's connection, in its transaction (which the host commits or rolls back). */
+  insertEvents(items: NewEventWithDeliveries[]): InsertEventResult[]
+  /** The event is in the database as this connection sees it (after the host's transaction: it committed). */
+  hasEvent(tenantId: string, eventId: string): boolean
+}
+
+/** What matching needs of a destination. */
+export type PublishTarget = Pick<DestinationRecord, 'id' | 'topics' | 'filter' | 'disabled_at'>
 
 export interface QueueStats {
   /** Pending deliveries whose `next_attempt_at` has come (leased ones included: not attempted yet). */

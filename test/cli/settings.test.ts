@@ -61,6 +61,14 @@ describe('outflow settings', () => {
     expect(settings.server).toEqual({ host: '127.0.0.1', port: 3000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000 })
   })
 
+  it("reads the Postgres schema of Outflow's tables, and names a bad one", () => {
+    const { settings } = readSettings({ env: { DATABASE_URL: 'postgres://db.example/shop', OUTFLOW_POSTGRES_SCHEMA: 'outflow' } })
+    expect(settings.postgres).toEqual({ url: 'postgres://db.example/shop', schema: 'outflow' })
+    expect(settingsError({ DATABASE_URL: 'postgres://db.example/shop', OUTFLOW_POSTGRES_SCHEMA: 'Out-flow' }).data).toEqual({
+      OUTFLOW_POSTGRES_SCHEMA: 'must be lower-case letters, digits and _ (at most 50), starting with a letter or _',
+    })
+  })
+
   it('keeps the retention window as text for createOutflow, and names a bad one', async () => {
     const { settings } = readSettings({ env: { OUTFLOW_RETENTION_EVENTS: '30d', OUTFLOW_RETENTION_BATCH_SIZE: '250' } })
     expect(settings.retention).toEqual({ events: '30d', batchSize: 250, intervalMs: 60_000 })

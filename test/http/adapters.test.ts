@@ -217,6 +217,30 @@ describe.each([...mounts, honoPlainMount].map((m) => [m.name, m] as const))('met
     expect(await res.body.json()).toMatchObject({ status: 404, message: 'route not found: TRACE /nope' })
   })
 
+  it.each([
+    ['QUERY', '/tenants/acme'],
+    ['PROPFIND', '/tenants'],
+    ['SEARCH', '/nope'],
+  ])('%s %s with a body and no Content-Type is a JSON 405 or 404, not a host error', async (method, path) => {
+    const res = await request(`${api.baseUrl}${path}`, { method, body: '{"a":1}', headers: { authorization: `Bearer ${adminKey}` } })
+    expect(res.statusCode).toBe(path === '/nope' ? 404 : 405)
+    expect(res.headers['content-type']).toMatch(/^application\/json/)
+    expect(await res.body.json()).toMatchObject({ status: res.statusCode })
+  })
+
+  it.each(['gzip', 'deflate', 'br'])('a body whose Content-Encoding (%s) does not decode is a JSON 400 without a stack trace', async (encoding) => {
+    const res = await request(`${api.baseUrl}/tenants/acme`, {
+      method: 'PUT',
+      body: Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x7b]),
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', 'content-encoding': encoding },
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.headers['content-type']).toMatch(/^application\/json/)
+    const body = (await res.body.text())
+    expect(JSON.parse(body)).toMatchObject({ status: 400 })
+    expect(body).not.toMatch(/\n\s+at /)
+  })
+
   it.each(['CONNECT', 'TRACK', 'FOO'])('%s never reaches the API and gets no 5xx (Node refuses it before any mount)', async (method) => {
     const answer = await rawRequest(api.baseUrl, method, '/api/v1/tenants')
     expect(answer).not.toMatch(/^HTTP\/1\.1 5/)

@@ -1,0 +1,4 @@
+import { sqlStorages } from '../support/sql-storages.js'
+import { describeFuzz } from './fuzz/suite.js'
+
+describeFuzz(sqlStorages.find((s) => s.name === 'sqlite')!)
