@@ -1,4 +1,4 @@
-// A local Outflow server: Hono on @hono/node-server, the /api/v1 API, SQLite by default.
+// A local Outflow server: Hono on @hono/node-server, the /api/v1 API and the tenant portal (/portal/), SQLite by default.
 //   npm run example                       # SQLite at ./outflow.db (credentials key in ./outflow.db.key)
 //   DATABASE_URL=postgres://… npm run example
 // Environment: HOST (127.0.0.1), PORT (3000), OUTFLOW_API_KEY, OUTFLOW_JWT_SECRET, OUTFLOW_TOPICS

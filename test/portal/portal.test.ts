@@ -393,6 +393,12 @@ for (const setup of servers) {
       expect(await cell.evaluate((e) => getComputedStyle(e).display)).toBe('block')
       await noAxeViolations('destinations page on a phone')
       await shot('portal-phone.png')
+      for (const hash of [`#/events/order-1001?destination_id=${ids.destination}`, `#/destinations/${ids.destination}/edit`, '#/events', '#/metrics']) {
+        await go(hash)
+        await page.waitForLoadState('networkidle')
+        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${hash} fits a phone`).toBe(true)
+      }
+      await noAxeViolations('metrics page on a phone')
       await page.setViewportSize({ width: 1280, height: 860 })
     })
 
