@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The engine serves the portal from dist/portal: built here when its sources changed.
+    globalSetup: ['test/support/portal-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Suites share one Postgres and one RabbitMQ; files run in parallel but each uses its own schema/vhost objects.

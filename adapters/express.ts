@@ -35,3 +35,26 @@ export function outflowRouter(outflow: Outflow, options?: HttpHandlerOptions): [
   }
   return [serve, answerHostBodyError]
 }
+
+/**
+ * The built-in tenant portal for Express: serves `portal.path` (default `/portal`) and passes every
+ * other request on. Mount it at the app's root; its page calls the API under `basePath` (default
+ * `/api/v1`), so mount `outflowRouter` there.
+ *
+ * @example
+ * app.use('/api/v1', outflowRouter(outflow))
+ * app.use(outflowPortal(outflow))
+ */
+export function outflowPortal(outflow: Outflow, options?: HttpHandlerOptions): RequestHandler {
+  const handle = createHttpHandler(outflow, options)
+  const { path } = outflow.options.portal
+  return (req, res, next) => {
+    // originalUrl: the full path also when the host mounted this under a prefix.
+    const url = req.originalUrl || req.url
+    const pathname = url.split('?', 1)[0]!
+    if (pathname !== path && !pathname.startsWith(`${path}/`)) return next()
+    handle(toWebRequest(req, url))
+      .then((response) => sendWebResponse(res, response))
+      .catch(next)
+  }
+}

@@ -37,3 +37,19 @@ export const outflowFastify: FastifyPluginAsync<OutflowFastifyOptions> = async (
   // `all` covers only Fastify's known methods; the API answers the rest (PROPFIND, …) with its 405.
   fastify.setNotFoundHandler(serve)
 }
+
+/**
+ * The built-in tenant portal as a Fastify plugin: `portal.path` (default `/portal`) and below. Register it without a prefix; its page calls the API under `basePath` (default `/api/v1`).
+ *
+ * @example
+ * await app.register(outflowFastify, { outflow, prefix: '/api/v1' })
+ * await app.register(outflowPortalFastify, { outflow })
+ */
+export const outflowPortalFastify: FastifyPluginAsync<OutflowFastifyOptions> = async (fastify, { outflow, basePath, logger }) => {
+  const handle = createHttpHandler(outflow, { basePath, logger })
+  const { path } = outflow.options.portal
+  const serve = async (request: FastifyRequest, reply: FastifyReply) => reply.send(await handle(toWebRequest(request.raw, request.raw.url ?? '/')))
+  // Every method: the portal answers what it does not serve (405 with Allow: GET, HEAD) itself.
+  fastify.all(path, serve)
+  fastify.all(`${path}/*`, serve)
+}

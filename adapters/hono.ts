@@ -12,8 +12,12 @@ export type { HttpHandlerOptions }
  * 500 from the host app), while the handler strips `basePath` (default `/api/v1`) itself. The handler
  * is created here, so a missing `apiKey` fails the host at startup.
  *
+ * The same handler serves the built-in tenant portal under `portal.path` (default `/portal`): mount it
+ * there too, also with `replaceRequest: false`, so it sees the full path.
+ *
  * @example
  * app.mount('/api/v1', outflowFetch(outflow), { replaceRequest: false })
+ * app.mount('/portal', outflowFetch(outflow), { replaceRequest: false })
  * app.mount('/outflow', outflowFetch(outflow, { basePath: '/outflow' }), { replaceRequest: false })
  */
 export function outflowFetch(outflow: Outflow, options?: HttpHandlerOptions): (request: Request) => Promise<Response> {

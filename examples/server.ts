@@ -1,4 +1,4 @@
-// A local Outflow server: Hono on @hono/node-server, the /api/v1 API, SQLite by default.
+// A local Outflow server: Hono on @hono/node-server, the /api/v1 API and the tenant portal (/portal/), SQLite by default.
 //   npm run example                       # SQLite at ./outflow.db (credentials key in ./outflow.db.key)
 //   DATABASE_URL=postgres://… npm run example
 // Environment: HOST (127.0.0.1), PORT (3000), OUTFLOW_API_KEY, OUTFLOW_JWT_SECRET, OUTFLOW_TOPICS
@@ -10,7 +10,7 @@
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { pino } from 'pino'
-import { outflowApp } from '../adapters/hono.js'
+import { outflowApp, outflowFetch } from '../adapters/hono.js'
 import { createOutflow } from '../src/create-outflow.js'
 import { postgres } from '../src/storage/postgres.js'
 import { sqlite } from '../src/storage/sqlite.js'
@@ -92,8 +92,10 @@ const outflow = await createOutflow({
 })
 
 const app = new Hono()
-app.get('/', (c) => c.json({ name: 'outflow example', api: '/api/v1', openapi: '/api/v1/openapi.json' }))
+app.get('/', (c) => c.json({ name: 'outflow example', api: '/api/v1', openapi: '/api/v1/openapi.json', portal: '/portal/ (open it through GET /api/v1/tenants/{id}/portal)' }))
 app.route('/api/v1', outflowApp(outflow, new Hono()))
+// The built-in tenant portal; GET /api/v1/tenants/{id}/portal answers a sign-in link to it.
+app.mount('/portal', outflowFetch(outflow), { replaceRequest: false })
 
 const server = serve(
   {
@@ -107,6 +109,7 @@ const server = serve(
     console.log(`  storage: ${databaseUrl ? 'postgres (DATABASE_URL)' : `sqlite at ${sqlitePath}`}`)
     console.log(`  topics: ${topics?.join(', ') ?? 'any'}`)
     console.log(`  telemetry: ${otlpEndpoint ? `OTLP traces and metrics to ${otlpEndpoint}` : 'off (set OTEL_EXPORTER_OTLP_ENDPOINT)'}`)
+    console.log(`  portal: ${portalUrl ?? `http://${address}:${info.port}/portal/`} (sign-in links from GET /api/v1/tenants/{id}/portal)`)
     console.log(`  listening on http://${address}:${info.port}/api/v1  (OpenAPI: /api/v1/openapi.json)`)
   },
 )

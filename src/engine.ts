@@ -17,6 +17,7 @@ import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
 import * as metrics from './engine/metrics.js'
 import { Pruner, type PruneResult } from './engine/pruner.js'
+import * as portal from './engine/portal.js'
 import * as tenants from './engine/tenants.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
@@ -199,8 +200,26 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   deleteTenant(tenantId: string): Promise<{ success: true }> {
     return tenants.deleteTenant(this.#ctx, tenantId)
   }
-  getPortalRedirect(tenantId: string, query?: { theme?: unknown }): Promise<{ redirect_url: string; tenant_id: string }> {
-    return tenants.getPortalRedirect(this.#ctx, tenantId, query)
+  /**
+   * A portal URL for the tenant carrying a single-use code (5 minutes) that the page exchanges for a
+   * tenant token: `portal.url` when configured, else `at.portalUrl` (the HTTP route passes the
+   * built-in portal's URL).
+   *
+   * @example
+   * const { redirect_url } = await outflow.getPortalRedirect('acme', { theme: 'dark' }, { portalUrl: 'https://api.example.com/portal/' })
+   */
+  getPortalRedirect(tenantId: string, query?: { theme?: unknown }, at?: { portalUrl?: string }): Promise<{ redirect_url: string; tenant_id: string }> {
+    return portal.getPortalRedirect(this.#ctx, tenantId, query, at)
+  }
+  /**
+   * Exchange the code of a portal redirect URL for a tenant token, once (`POST /portal/sessions`);
+   * a used, expired or unknown code is a 401.
+   *
+   * @example
+   * const { token, tenant_id } = await outflow.exchangePortalCode({ code })
+   */
+  exchangePortalCode(body: unknown): Promise<{ token: string; tenant_id: string }> {
+    return portal.exchangePortalCode(this.#ctx, body)
   }
   getTenantToken(tenantId: string): Promise<{ token: string; tenant_id: string }> {
     return tenants.getTenantToken(this.#ctx, tenantId)

@@ -37,7 +37,22 @@ export const OptionsSchema = v.object({
   jwtSecret: v.optional(v.pipe(v.string(), v.minLength(16, 'jwtSecret must be at least 16 characters'))),
   auth: v.optional(v.boolean(), true),
   topics: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
-  portal: v.optional(v.object({ url: v.pipe(v.string(), v.url('portal.url must be a URL')) })),
+  portal: v.optional(
+    v.object({
+      /** A portal page of the host's own: portal redirects go there instead of the built-in portal. */
+      url: v.optional(v.pipe(v.string(), v.url('portal.url must be a URL'))),
+      /** Where `outflow.fetch` serves the built-in portal, beside the API prefix. */
+      path: v.optional(v.pipe(v.string('portal.path must be a path like /portal'), v.regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'portal.path must be a path like /portal')), '/portal'),
+      /** `false`: the built-in portal is not served (its path answers 404). */
+      serve: v.optional(v.boolean(), true),
+      /** Who may show the portal in a frame (CSP frame-ancestors): `'self'` and/or origins like https://app.example.com. */
+      frameAncestors: v.optional(
+        v.array(v.pipe(v.string(), v.regex(/^('self'|https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?)$/, "portal.frameAncestors entries must be 'self' or an origin like https://app.example.com"))),
+        ["'self'"],
+      ),
+    }),
+    {},
+  ),
   encryptionKey: v.optional(v.pipe(v.string(), v.minLength(16, 'encryptionKey must be at least 16 characters'))),
   previousEncryptionKeys: v.optional(v.array(v.pipe(v.string(), v.minLength(16, 'previousEncryptionKeys must be at least 16 characters each'))), []),
   insecurePlaintextCredentials: v.optional(v.boolean(), false),

@@ -72,6 +72,7 @@ export async function listEvents(ctx: EngineContext, tenantId: string, query: Li
   return eventPage(ctx, keysetRequest('events', q), {
     tenantIds: [tenantId],
     destinationIds: q.destination_id,
+    topics: q.topic,
     status: q.status,
     timeGte: q['time[gte]'],
     timeLte: q['time[lte]'],

@@ -1,7 +1,7 @@
 import { OutflowError, notFound } from '../errors.js'
 import { IdSchema, parseInput } from '../model/common.js'
 import { buildPage, keysetRequest, type Page } from '../model/pagination.js'
-import { ListTenantsQuerySchema, PortalQuerySchema, UpsertTenantSchema, type ListTenantsQuery, type Tenant } from '../model/tenant.js'
+import { ListTenantsQuerySchema, UpsertTenantSchema, type ListTenantsQuery, type Tenant } from '../model/tenant.js'
 import type { TenantRecord, TenantSummary } from '../storage/storage.js'
 import { issueTenantToken, verifyTenantToken as verifyTokenClaims } from '../tokens.js'
 import type { EngineContext } from './context.js'
@@ -73,19 +73,4 @@ export async function verifyTenantToken(ctx: EngineContext, token: string): Prom
   if (!claims) return null
   const tenant = await ctx.storage.getTenant(claims.tenantId)
   return tenant?.created_at.getTime() === claims.tenantCreatedAt ? claims.tenantId : null
-}
-
-export async function getPortalRedirect(
-  ctx: EngineContext,
-  tenantId: string,
-  query: { theme?: unknown } = {},
-): Promise<{ redirect_url: string; tenant_id: string }> {
-  const q = parseInput(PortalQuerySchema, query, { code: 'bad_request' })
-  const portal = ctx.options.portal
-  if (!portal) throw new OutflowError('not_found', 'no portal is configured on this engine (options.portal.url)')
-  const { token } = await getTenantToken(ctx, tenantId)
-  const url = new URL(portal.url)
-  url.searchParams.set('token', token)
-  if (q.theme) url.searchParams.set('theme', q.theme)
-  return { redirect_url: url.toString(), tenant_id: tenantId }
 }

@@ -3,6 +3,7 @@ import { OutflowError } from '../errors.js'
 import { authenticate, assertAuthConfigured, authorize } from './auth.js'
 import { discardUnreadBody, readJsonBody } from './body.js'
 import { buildOpenApiDocument } from './openapi.js'
+import { createPortalServer } from './portal.js'
 import { queryRecord, validateParams, validateQuery } from './query.js'
 import { type HttpLogger, errorResponse, jsonResponse } from './responses.js'
 import { createRouter } from './router.js'
@@ -34,6 +35,9 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
   const basePath = (options.basePath ?? '/api/v1').replace(/\/$/, '')
   const logger = options.logger ?? outflow.options.logger
   const router = createRouter(routes)
+  const { portal: portalOptions } = outflow.options
+  // The built-in portal beside the API (`/portal` beside `/api/v1`), unless the host turned it off.
+  const portal = portalOptions.serve ? createPortalServer({ path: portalOptions.path, apiBase: basePath, frameAncestors: portalOptions.frameAncestors }) : undefined
   let document: unknown
   const openapi = () => (document ??= buildOpenApiDocument(routes, { serverUrl: basePath || '/' }))
 
@@ -48,6 +52,10 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
 
   async function serve(request: Request, served: { route?: string }): Promise<Response> {
     const url = new URL(request.url)
+    if (portal?.claims(url.pathname)) {
+      served.route = `${portalOptions.path}/*`
+      return portal.serve(request, url)
+    }
     const path = stripBasePath(url.pathname, basePath)
     let headers: Record<string, string> = {}
     try {
@@ -62,7 +70,8 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
       const query = validateQuery(spec.query, queryRecord(url.searchParams), spec.queryStyle)
       const body = spec.body ? await readJsonBody(request, outflow.options.maxBodyBytes) : undefined
       const tenantScope = principal?.kind === 'tenant' ? principal.tenantId : undefined
-      const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check, tenantScope })
+      const portalUrl = portal ? builtInPortalUrl(request, url, portalOptions.path) : undefined
+      const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check, tenantScope, portalUrl })
       if (result instanceof Reply) return jsonResponse(result.status, result.body, headers)
       return jsonResponse(spec.responses[0].status, result, headers)
     } catch (error) {
@@ -73,6 +82,21 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
       discardUnreadBody(request)
     }
   }
+}
+
+const hostPattern = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/
+
+/**
+ * The built-in portal's URL as the caller reached this server: the `Host` (or `X-Forwarded-Host`)
+ * and `X-Forwarded-Proto` of the request, which only the admin sends (the portal route is admin-only).
+ * A host whose API is called from inside its network sets `portal.url` to the public URL instead.
+ */
+function builtInPortalUrl(request: Request, url: URL, portalPath: string): string | undefined {
+  const first = (name: string) => request.headers.get(name)?.split(',')[0]?.trim()
+  const host = first('x-forwarded-host') || first('host') || url.host
+  const proto = first('x-forwarded-proto')?.toLowerCase()
+  const scheme = proto === 'https' || proto === 'http' ? proto : url.protocol.slice(0, -1)
+  return hostPattern.test(host) ? `${scheme}://${host}${portalPath}/` : undefined
 }
 
 /** `OPTIONS`: the methods a path serves, without authentication. */

@@ -12,7 +12,7 @@ import {
   PublishSchema,
 } from '../model/event.js'
 import { AttemptMetricsQuerySchema, EventMetricsQuerySchema, MetricsResponseSchema, type AttemptMetricsQuery, type EventMetricsQuery } from '../model/metrics.js'
-import { ListTenantsQuerySchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
+import { ListTenantsQuerySchema, PortalSessionSchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
 import { HealthQuerySchema, HealthReportSchema } from '../model/health.js'
 import { EnableQuerySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema, type EnableQuery } from '../model/replay.js'
@@ -52,6 +52,8 @@ export interface RouteContext {
   authorize: (access: Access) => Promise<void>
   /** The tenant a tenant token limits the caller to; undefined for the admin key and public routes. */
   tenantScope?: string
+  /** The built-in portal's URL on the host the request came to; undefined when it is not served. */
+  portalUrl?: string
 }
 
 /** A handler's answer when its status is not the route's first documented one. */
@@ -129,7 +131,14 @@ export const routes: RouteSpec[] = [
     method: 'GET', path: '/tenants/{tenant_id}/portal', operationId: 'getPortalRedirect', summary: 'Get Portal Redirect URL', tag: 'Tenants', access: 'admin',
     params: tenantParams, query: PortalQuerySchema,
     responses: [{ status: 200, description: 'Portal redirect', schema: PortalRedirectSchema }],
-    handle: ({ outflow, params, query }) => outflow.getPortalRedirect(params.tenant_id!, query),
+    handle: ({ outflow, params, query, portalUrl }) => outflow.getPortalRedirect(params.tenant_id!, query, { portalUrl }),
+  },
+  {
+    method: 'POST', path: '/portal/sessions', operationId: 'createPortalSession', summary: 'Exchange a Portal Code for a Tenant Token', tag: 'Tenants', access: 'public',
+    params: {}, query: NoQuerySchema, body: { schema: PortalSessionSchema, required: true },
+    responses: [{ status: 200, description: 'Tenant token (the code is used up)', schema: TenantTokenSchema }],
+    errors: [{ status: 401, description: 'The code is unknown, expired (after 5 minutes) or already used' }],
+    handle: ({ outflow, body }) => outflow.exchangePortalCode(body),
   },
   {
     method: 'GET', path: '/tenants/{tenant_id}/token', operationId: 'getTenantToken', summary: 'Get Tenant JWT Token', tag: 'Tenants', access: 'admin',

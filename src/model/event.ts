@@ -86,9 +86,9 @@ export const ListAdminEventsQuerySchema = v.strictObject(
 )
 export type ListAdminEventsQuery = v.InferInput<typeof ListAdminEventsQuerySchema>
 
-/** `GET /tenants/{t}/events`. */
+/** `GET /tenants/{t}/events`; `topic` is an addition to the spec (which has it on the admin list only). */
 export const ListEventsQuerySchema = v.strictObject(
-  { ...eventListFields, destination_id: v.optional(RepeatedStringSchema), status: v.optional(EventStatusSchema) },
+  { ...eventListFields, destination_id: v.optional(RepeatedStringSchema), status: v.optional(EventStatusSchema), topic: v.optional(RepeatedStringSchema) },
   'unknown query parameter',
 )
 export type ListEventsQuery = v.InferInput<typeof ListEventsQuerySchema>

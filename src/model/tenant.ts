@@ -35,3 +35,9 @@ export type ListTenantsQuery = v.InferInput<typeof ListTenantsQuerySchema>
 
 /** Query of `GET /tenants/{tenant_id}/portal`. */
 export const PortalQuerySchema = v.strictObject({ theme: v.optional(v.picklist(['light', 'dark'], 'must be "light" or "dark"')) }, 'unknown query parameter')
+
+/** Body of `POST /portal/sessions`: the code of a portal redirect URL, exchanged once for a tenant token. */
+export const PortalSessionSchema = objectBody(
+  v.strictObject({ code: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(256, 'must be at most 256 characters')) }, 'unexpected field'),
+)
+export type PortalSessionInput = v.InferInput<typeof PortalSessionSchema>

@@ -1,6 +1,7 @@
 import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
 import * as metrics from './sql-metrics.js'
+import * as portal from './sql-portal.js'
 import * as queue from './sql-queue.js'
 import * as ordering from './sql-ordering.js'
 import * as rate from './sql-rate.js'
@@ -60,5 +61,7 @@ export function createSqlStorage(
     skippedDeliveries: (t, d) => replays.skippedDeliveries(ctx, t, d),
     takeToken: (t, d, limit, now) => rate.takeToken(ctx, t, d, limit, now),
     promoteWaitingDeliveries: (now) => ordering.promoteWaiting(ctx, now),
+    insertPortalCode: (code, now) => portal.insertPortalCode(ctx, code, now),
+    takePortalCode: (hash) => portal.takePortalCode(ctx, hash),
   }
 }

@@ -174,6 +174,15 @@ export interface Storage {
    * function, or null when another instance holds the lock. Absent: this storage has one process.
    */
   lockPruner?(): Promise<(() => Promise<void>) | null>
+  // --- portal sign-in codes (portal issue) ------------------------------------------------------
+  /** Store a new code (its hash), deleting the codes that expired by `now`. */
+  insertPortalCode(code: PortalCodeRecord, now: Date): Promise<void>
+  /**
+   * Delete the code with this hash and return it (expired or not: the caller checks), or null when there
+   * is none. Atomic: a code used twice at once, on one instance or several, is returned once.
+   */
+  takePortalCode(codeHash: string): Promise<PortalCodeRecord | null>
+
   // --- operations --------------------------------------------------------------------------
   /** Deliveries due at `now` (pending, not parked) and the oldest one's due time: one index range. */
   queueStats(now: Date): Promise<QueueStats>
@@ -208,6 +217,14 @@ export interface TenantRecord {
   metadata: JsonObject
   created_at: Date
   updated_at: Date
+}
+
+/** A portal sign-in code: the SHA-256 (hex) of the code, for one tenant (by creation time, like tokens), until `expires_at`. */
+export interface PortalCodeRecord {
+  code_hash: string
+  tenant_id: string
+  tenant_created_at: Date
+  expires_at: Date
 }
 
 export interface TenantSummary {

@@ -108,8 +108,8 @@ describe('outflow settings', () => {
 
   it('refuses unknown keys in the config file, a file that is not a JSON object, and two storages', () => {
     const file = join(dir, 'typo.json')
-    writeFileSync(file, JSON.stringify({ delivery: { concurency: 5 }, portal: { url: 'https://portal.example', path: '/x' }, operatorEvents: { destination: { type: 'webhook', config: { anything: 1 } } } }))
-    expect(settingsError({}, file).data).toEqual({ [`delivery.concurency (in ${file})`]: 'unknown setting', [`portal.path (in ${file})`]: 'unknown setting' })
+    writeFileSync(file, JSON.stringify({ delivery: { concurency: 5 }, portal: { url: 'https://portal.example', colour: 'x' }, operatorEvents: { destination: { type: 'webhook', config: { anything: 1 } } } }))
+    expect(settingsError({}, file).data).toEqual({ [`delivery.concurency (in ${file})`]: 'unknown setting', [`portal.colour (in ${file})`]: 'unknown setting' })
     const list = join(dir, 'list.json')
     writeFileSync(list, '[]')
     expect(settingsError({}, list).data).toEqual({ [list]: 'must hold a JSON object' })

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { Outflow } from '../../src/engine.js'
 import { verifyTenantToken } from '../../src/tokens.js'
 import { engineKinds, jwtSecret, rejection, snapshot } from '../support/engines.js'
@@ -147,18 +147,42 @@ for (const kind of engineKinds()) {
       expect(await outflow.listDestinations('doomed')).toEqual([])
     })
 
-    it('issues a tenant token (HS256 JWT, sub = tenant) and a portal redirect carrying it and the theme', async () => {
+    it('issues a tenant token (HS256 JWT, sub = tenant)', async () => {
       const { token, tenant_id } = await outflow.getTenantToken('acme')
       expect(tenant_id).toBe('acme')
       expect(await outflow.verifyTenantToken(token)).toBe('acme')
       expect(await verifyTenantToken(jwtSecret, token)).toMatchObject({ tenantId: 'acme' })
       expect(await verifyTenantToken('another-secret-0123456789', token)).toBeNull()
-      const portal = await outflow.getPortalRedirect('acme', { theme: 'dark' })
+    })
+
+    it('redirects to portal.url with a code and the theme; the code gives a tenant token once', async () => {
+      const portal = await outflow.getPortalRedirect('acme', { theme: 'dark' }, { portalUrl: 'https://ignored.example.com/portal/' })
       const url = new URL(portal.redirect_url)
       expect(url.origin + url.pathname).toBe('https://app.example.com/webhooks')
       expect(url.searchParams.get('theme')).toBe('dark')
-      expect(await outflow.verifyTenantToken(url.searchParams.get('token')!)).toBe('acme')
+      expect(url.searchParams.has('token')).toBe(false)
+      const code = url.searchParams.get('code')!
+      const session = await outflow.exchangePortalCode({ code })
+      expect(session.tenant_id).toBe('acme')
+      expect(await outflow.verifyTenantToken(session.token)).toBe('acme')
+      expect((await rejection(outflow.exchangePortalCode({ code }))).status).toBe(401)
       expect((await rejection(outflow.getPortalRedirect('acme', { theme: 'blue' }))).data).toHaveProperty(['theme'])
+      expect((await rejection(outflow.exchangePortalCode({ code: 7 }))).status).toBe(422)
+    })
+
+    it('refuses a portal code after its 5 minutes', async () => {
+      const code = new URL((await outflow.getPortalRedirect('acme')).redirect_url).searchParams.get('code')!
+      const live = new URL((await outflow.getPortalRedirect('acme')).redirect_url).searchParams.get('code')!
+      // Only Date is faked: storage and its timers run as usual.
+      vi.useFakeTimers({ toFake: ['Date'] })
+      try {
+        vi.setSystemTime(Date.now() + 4 * 60_000)
+        expect((await outflow.exchangePortalCode({ code: live })).tenant_id).toBe('acme')
+        vi.setSystemTime(Date.now() + 60_000 + 1)
+        expect((await rejection(outflow.exchangePortalCode({ code }))).status).toBe(401)
+      } finally {
+        vi.useRealTimers()
+      }
     })
   })
 }

@@ -64,6 +64,25 @@ describe.concurrent('example server (examples/server.ts)', { timeout: 90_000 }, 
     expect(address).toBe('0.0.0.0')
   })
 
+  it('answers GET /tenants/{id}/portal with a sign-in link to its own portal page, which loads and signs in once', async ({ expect }) => {
+    const example = startExample({})
+    const [, address, port] = await example.listening()
+    const base = `http://${address}:${port}`
+    const admin = { authorization: 'Bearer dev-admin-key-change-me' }
+    expect((await fetch(`${base}/api/v1/tenants/acme`, { method: 'PUT', headers: admin })).status).toBe(201)
+    const { redirect_url: link } = (await (await fetch(`${base}/api/v1/tenants/acme/portal?theme=dark`, { headers: admin })).json()) as { redirect_url: string }
+    expect(link).toMatch(new RegExp(`^${base}/portal/\\?code=[\\w-]{43}&theme=dark$`))
+    const page = await fetch(link)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'")
+    const html = await page.text()
+    for (const [, asset] of html.matchAll(/(?:src|href)="(assets\/[^"]+)"/g)) expect((await fetch(new URL(asset!, link))).status).toBe(200)
+    const exchange = () => fetch(`${base}/api/v1/portal/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: new URL(link).searchParams.get('code') }) })
+    expect(((await (await exchange()).json()) as { tenant_id: string }).tenant_id).toBe('acme')
+    expect((await exchange()).status).toBe(401)
+  })
+
   it('refuses to listen beyond loopback with the dev keys', async ({ expect }) => {
     const example = startExample({ HOST: '0.0.0.0' })
     await waitFor(() => example.state.exitCode !== undefined, 60_000, 'the example to exit')

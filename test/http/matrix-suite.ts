@@ -25,6 +25,8 @@ const expectations: Record<string, [admin: number, own: number, other: number, n
   'DELETE /tenants/{tenant_id}':                                                         [200, 403, 403, 401],
   'GET /tenants/{tenant_id}/portal':                                                     [200, 403, 403, 401],
   'GET /tenants/{tenant_id}/token':                                                      [200, 403, 403, 401],
+  // The code in the body is the credential: whatever Authorization says, a fresh code signs in.
+  'POST /portal/sessions':                                                               [200, 200, 200, 200],
   'GET /tenants/{tenant_id}/destinations':                                               [200, 200, 403, 401],
   'POST /tenants/{tenant_id}/destinations':                                              [201, 201, 403, 401],
   'GET /tenants/{tenant_id}/destinations/{destination_id}':                              [200, 200, 403, 401],
@@ -70,6 +72,10 @@ const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
   },
   'GET /tenants/{tenant_id}/portal': async () => ({ path: '/tenants/acme/portal?theme=dark' }),
   'GET /tenants/{tenant_id}/token': async () => ({ path: '/tenants/acme/token' }),
+  'POST /portal/sessions': async (ctx) => {
+    const redirect = await ctx.api('GET', '/tenants/acme/portal')
+    return { path: '/portal/sessions', json: { code: new URL(redirect.body.redirect_url).searchParams.get('code') } }
+  },
   'GET /tenants/{tenant_id}/destinations': async () => ({ path: '/tenants/acme/destinations?type=webhook' }),
   'POST /tenants/{tenant_id}/destinations': async (ctx) => ({ path: '/tenants/acme/destinations', json: { type: 'webhook', topics: ['matrix.none'], config: { url: `${ctx.receiverUrl}/ok` } } }),
   'GET /tenants/{tenant_id}/destinations/{destination_id}': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}` }),

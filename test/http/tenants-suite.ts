@@ -158,17 +158,60 @@ export function describeTenants(ctx: SuiteContext): void {
       })
     })
 
-    it('GET /tenants/{id}/portal returns a redirect URL carrying a token and the theme', async () => {
+    const codeOf = async (tenant = 'acme', theme?: string) => {
+      const res = await ctx.api('GET', `/tenants/${tenant}/portal${theme ? `?theme=${theme}` : ''}`)
+      expect(res.status, JSON.stringify(res.body)).toBe(200)
+      return new URL(res.body.redirect_url).searchParams.get('code')!
+    }
+    const exchange = (code: unknown) => ctx.api('POST', '/portal/sessions', { as: null, json: { code } })
+
+    it('GET /tenants/{id}/portal returns portal.url with a single-use sign-in code and the theme, never a token', async () => {
       const res = await ctx.api('GET', '/tenants/acme/portal?theme=dark')
       expect(res.status).toBe(200)
       expect(res.body.tenant_id).toBe('acme')
       const url = new URL(res.body.redirect_url)
       expect(`${url.origin}${url.pathname}`).toBe(portalUrl)
       expect(url.searchParams.get('theme')).toBe('dark')
-      const token = url.searchParams.get('token')!
-      expect((await ctx.api('GET', '/tenants/acme', { as: token })).status).toBe(200)
+      expect([...url.searchParams.keys()].sort()).toEqual(['code', 'theme'])
+      expect(url.searchParams.get('code')).toMatch(/^[\w-]{43}$/)
       expect(new URL((await ctx.api('GET', '/tenants/acme/portal?theme=light')).body.redirect_url).searchParams.get('theme')).toBe('light')
       expect(new URL((await ctx.api('GET', '/tenants/acme/portal')).body.redirect_url).searchParams.has('theme')).toBe(false)
+    })
+
+    it('POST /portal/sessions exchanges a code once, without credentials, for a token of that tenant', async () => {
+      const code = await codeOf('globex')
+      const res = await exchange(code)
+      expect(res.status, JSON.stringify(res.body)).toBe(200)
+      expect(res.body).toEqual({ token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/), tenant_id: 'globex' })
+      expect((await ctx.api('GET', '/tenants/globex/destinations', { as: res.body.token })).status).toBe(200)
+      expect((await ctx.api('GET', '/tenants/acme/destinations', { as: res.body.token })).status).toBe(403)
+      const again = await exchange(code)
+      expect(again.status).toBe(401)
+      expect(again.body.message).toMatch(/invalid, expired or already used/)
+      expect(again.headers.get('www-authenticate')).toMatch(/^Bearer/)
+    })
+
+    it('POST /portal/sessions gives a code to one of several requests using it at once', async () => {
+      const code = await codeOf()
+      const statuses = (await Promise.all(Array.from({ length: 6 }, () => exchange(code)))).map((r) => r.status).sort()
+      expect(statuses).toEqual([200, 401, 401, 401, 401, 401])
+    })
+
+    it('POST /portal/sessions refuses an unknown code (401), a code of a deleted or re-created tenant (401) and bad bodies (422, 400)', async () => {
+      expect((await exchange('not-a-code-0123456789012345678901234567890')).status).toBe(401)
+      await ctx.api('PUT', '/tenants/t-portal-gone')
+      const orphan = await codeOf('t-portal-gone')
+      const recreated = await codeOf('t-portal-gone')
+      expect((await ctx.api('DELETE', '/tenants/t-portal-gone')).status).toBe(200)
+      expect((await exchange(orphan)).status).toBe(401)
+      await ctx.api('PUT', '/tenants/t-portal-gone')
+      expect((await exchange(recreated)).status).toBe(401)
+      for (const body of [{}, { code: 5 }, { code: '' }, { code: 'x'.repeat(257) }, { code: 'abc', tenant_id: 'acme' }]) {
+        const res = await ctx.api('POST', '/portal/sessions', { as: null, json: body })
+        expect(res.status, JSON.stringify(body)).toBe(422)
+        expect(Object.keys(res.body.data).length).toBeGreaterThan(0)
+      }
+      expect((await ctx.api('POST', '/portal/sessions', { as: null, raw: '{"code":', headers: { 'content-type': 'application/json' } })).status).toBe(400)
     })
 
     it('GET /tenants/{id}/portal rejects an unknown theme with 400 naming theme', async () => {

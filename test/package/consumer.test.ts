@@ -51,7 +51,7 @@ function installed(dir: string): { names: string[]; bytes: number } {
   return { names: names.sort(), bytes: size(join(dir, 'node_modules')) }
 }
 
-/** The same checks in each module system: tables migrated, a tenant token signed and verified, a webhook delivered and signed. */
+/** The same checks in each module system: tables migrated, a tenant token signed and verified, a webhook delivered and signed, the built portal found and served. */
 const probeBody = `
   const receiver = http.createServer((req, res) => {
     let body = ''
@@ -66,16 +66,18 @@ const probeBody = `
     await outflow.upsertTenant('acme')
     const { token } = await outflow.getTenantToken('acme')
     const res = await outflow.fetch(new Request('http://x/api/v1/tenants/acme', { headers: { authorization: 'Bearer ' + token } }))
+    const page = await outflow.fetch(new Request('http://x/portal/'))
+    const portal = page.status + ' ' + page.headers.get('content-type') + ' ' + /assets\\/main-\\w+\\.js/.test(await page.text())
     await outflow.createDestination('acme', { type: 'webhook', topics: '*', config: { url: 'http://127.0.0.1:' + receiver.address().port + '/hook' } })
     await outflow.publish({ id: 'evt-1', tenant_id: 'acme', topic: 'order.created', data: { total: 42 } })
     const { headers, body } = await delivered
     await outflow.close()
-    return { status: res.status, body, webhookId: headers['webhook-id'], signed: /^v1,/.test(headers['webhook-signature']), error: typeof OutflowError }
+    return { status: res.status, body, webhookId: headers['webhook-id'], signed: /^v1,/.test(headers['webhook-signature']), error: typeof OutflowError, portal }
   } finally {
     receiver.close()
     receiver.closeAllConnections()
   }`
-const expected = { status: 200, body: '{"total":42}', webhookId: 'evt-1', signed: true, error: 'function' }
+const expected = { status: 200, body: '{"total":42}', webhookId: 'evt-1', signed: true, error: 'function', portal: '200 text/html; charset=utf-8 true' }
 
 const reachable = await registryReachable()
 
@@ -113,7 +115,8 @@ describe.runIf(reachable)('a consumer project installing the packed tarball', { 
   it('ships dist, migrations, package.json, README and LICENSE only', () => {
     const files = packed.files.map((f) => f.path)
     expect(files.filter((f) => !/^(dist\/|migrations\/(sqlite|postgres)\/)|^(package\.json|README\.md|LICENSE)$/.test(f))).toEqual([])
-    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/cli.js', 'migrations/sqlite/meta/_journal.json', 'migrations/postgres/meta/_journal.json', 'LICENSE']))
+    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/cli.js', 'dist/portal/index.html', 'migrations/sqlite/meta/_journal.json', 'migrations/postgres/meta/_journal.json', 'LICENSE']))
+    expect(files.filter((f) => f.startsWith('dist/portal/assets/')).map((f) => f.replace(/-\w{8}\./, '.')).sort()).toEqual(['dist/portal/assets/main.css', 'dist/portal/assets/main.js'])
   })
 
   it('installs only its dependencies: no dev-only package and no optional peer', () => {

@@ -202,8 +202,23 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [primaryKey({ columns: [t.tenant_id, t.destination_id] })],
   )
-  return { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets }
+
+  /**
+   * Portal sign-in codes (`GET /tenants/{id}/portal`): short-lived and single-use. Only a SHA-256 of the
+   * code is kept, so reading this table yields nothing to sign in with; using a code deletes its row.
+   */
+  const portal_codes = table(
+    'portal_codes',
+    {
+      code_hash: text('code_hash').primaryKey(),
+      tenant_id: text('tenant_id').notNull(),
+      tenant_created_at: ts('tenant_created_at').notNull(),
+      expires_at: ts('expires_at').notNull(),
+    },
+    (t) => [index('portal_codes_expires_idx').on(t.expires_at)],
+  )
+  return { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes }
 }
 
 // The tables in `public`, for drizzle-kit (drizzle.postgres.config.ts generates the committed migrations from them).
-export const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, delivery_order_seq } = postgresTables()
+export const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes, delivery_order_seq } = postgresTables()

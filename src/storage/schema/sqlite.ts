@@ -170,3 +170,18 @@ export const rate_buckets = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.destination_id] })],
 )
+
+/**
+ * Portal sign-in codes (`GET /tenants/{id}/portal`): short-lived and single-use. Only a SHA-256 of the
+ * code is kept, so reading this table yields nothing to sign in with; using a code deletes its row.
+ */
+export const portal_codes = sqliteTable(
+  'portal_codes',
+  {
+    code_hash: text('code_hash').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    tenant_created_at: ts('tenant_created_at').notNull(),
+    expires_at: ts('expires_at').notNull(),
+  },
+  (t) => [index('portal_codes_expires_idx').on(t.expires_at)],
+)

@@ -1,0 +1,86 @@
+// The API shapes the portal reads (the engine's src/model is the source of truth; the portal bundles none of it).
+
+export interface FieldSpec {
+  key: string
+  type: 'text' | 'checkbox' | 'number' | 'key_value_map'
+  label: string
+  description: string
+  required: boolean
+  sensitive: boolean
+  default?: string | number | boolean
+  pattern?: string
+  minlength?: number
+  maxlength?: number
+}
+
+export interface DestinationType {
+  type: string
+  label: string
+  description: string
+  icon: string
+  instructions: string
+  remote_setup_url?: string
+  config_fields: FieldSpec[]
+  credential_fields: FieldSpec[]
+}
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+export type JsonObject = { [key: string]: Json }
+
+export interface Destination {
+  id: string
+  type: string
+  topics: string[]
+  disabled_at: string | null
+  created_at: string
+  updated_at?: string
+  config?: JsonObject
+  credentials: JsonObject
+  filter?: JsonObject | null
+  metadata?: JsonObject | null
+  delivery_metadata?: Record<string, string> | null
+  target?: string
+  target_url?: string
+}
+
+export interface OutflowEvent {
+  id: string
+  destination_id: string
+  topic: string
+  time: string
+  successful_at: string | null
+  metadata: Record<string, string>
+  status: 'success' | 'failed'
+  data: Json
+}
+
+export interface Attempt {
+  id: string
+  event_id: string
+  destination_id: string
+  delivered_at: string
+  status: 'success' | 'failed'
+  response_status_code: number | null
+  response_body: string | null
+  response_headers: Record<string, string> | null
+  error?: string | null
+  error_kind?: string | null
+  duration_ms?: number | null
+  attempt_number?: number
+  manual?: boolean
+}
+
+export interface Page<T> {
+  models: T[]
+  pagination: { next: string | null; prev: string | null; limit: number }
+}
+
+export interface MetricsPoint {
+  time_bucket?: string
+  dimensions: Record<string, string>
+  metrics: Record<string, number>
+}
+
+export interface MetricsResponse {
+  data: MetricsPoint[]
+}
