@@ -2,7 +2,7 @@ import type { AttemptResult } from '../model/attempt-result.js'
 import type { DeliveryMessage } from '../destinations/types.js'
 import { newId } from '../ids.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
-import { nextAttemptDelay, type RetryOptions } from './retry-schedule.js'
+import { nextAttemptDelay, retryAfterDelay, type RetryOptions } from './retry-schedule.js'
 
 /** A receiver's Retry-After is honoured up to a day; a hostile one cannot park a delivery for years. */
 const maxRetryAfterMs = 24 * 60 * 60 * 1000
@@ -36,8 +36,9 @@ export function deliveryMessage(d: ClaimedDelivery, destination: DestinationReco
 
 /**
  * The attempt row and the delivery's next state. A failure is retried per the schedule (never sooner
- * than a Retry-After), unless the event is not eligible for retry or the receiver is gone (410);
- * `blockWhenExhausted` (FIFO destinations with `on_exhausted: "block"`) keeps an exhausted one pending.
+ * than a Retry-After, which is spread by the jitter too and capped at a day), unless the event is not
+ * eligible for retry or the receiver is gone (410); `blockWhenExhausted` (FIFO destinations with
+ * `on_exhausted: "block"`) keeps an exhausted one pending.
  */
 export function attemptWrite(
   d: ClaimedDelivery,
@@ -52,7 +53,7 @@ export function attemptWrite(
   let nextAttemptAt: Date | null = null
   if (!result.ok && d.event.eligible_for_retry && !result.disable) {
     const delay = nextAttemptDelay(retry, attemptNumber)
-    if (delay !== null) nextAttemptAt = new Date(at.getTime() + Math.max(delay, Math.min(result.retry_after_ms ?? 0, maxRetryAfterMs)))
+    if (delay !== null) nextAttemptAt = new Date(at.getTime() + Math.min(retryAfterDelay(retry, delay, result.retry_after_ms ?? 0), Math.max(delay, maxRetryAfterMs)))
   }
   return {
     attempt: {

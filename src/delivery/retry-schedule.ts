@@ -69,6 +69,20 @@ export function nextAttemptDelay(options: RetryOptions, attemptsMade: number, ra
 }
 
 /**
+ * The delay when the receiver asked for at least `retryAfterMs` (Retry-After): never sooner, spread
+ * upward by the jitter like every scheduled delay. A burst that failed together and was told one
+ * Retry-After would otherwise come back together, to the millisecond (fault scenario 6, the retry storm).
+ *
+ * @example
+ * retryAfterDelay({}, 5000, 30000, () => 0.5) // 33000
+ */
+export function retryAfterDelay(options: RetryOptions, delay: number, retryAfterMs: number, random: () => number = Math.random): number {
+  if (retryAfterMs <= 0) return delay
+  const jitter = options.jitter ?? DEFAULT_JITTER
+  return Math.max(delay, Math.round(retryAfterMs * (1 + jitter * random())))
+}
+
+/**
  * The retry policy of one destination: its own `delivery` settings over the engine's. A schedule of its own
  * replaces the engine's (list or exponential), `max_attempts` caps either one.
  *

@@ -11,6 +11,7 @@ import type { ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
 import { reportOutcomes } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
+import { ClaimWindow } from './claim-window.js'
 import { RateLimiter } from './rate-limiter.js'
 import { retryPolicy } from './retry-schedule.js'
 import { logAttempt } from './attempt-log.js'
@@ -80,6 +81,7 @@ export class DeliveryWorker {
     this.#ctx = ctx
     const { concurrency, batchSize } = ctx.options.delivery
     this.#global = new PQueue({ concurrency })
+    this.#claimWindow = new ClaimWindow(ctx.options.delivery.pollIntervalMs)
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
     this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
     this.#limiter = new RateLimiter(ctx.storage, ctx.now)
@@ -209,6 +211,19 @@ export class DeliveryWorker {
     return attempt
   }
 
+  /** Claims the worker makes between two full scans of the due index look only at recent due times. */
+  readonly #claimWindow: ClaimWindow
+
+  async #claim(room: number): Promise<number> {
+    const { leaseMs } = this.#ctx.options.delivery
+    const now = this.#ctx.now()
+    const dueSince = this.#claimWindow.next()
+    const claimed = await this.#ctx.storage.claimDueDeliveries({ owner: this.id, now, leaseUntil: new Date(now.getTime() + leaseMs), limit: room, dueSince })
+    this.#claimWindow.claimed(dueSince, now, claimed.length, room)
+    this.enqueue(claimed)
+    return claimed.length
+  }
+
   async #claimLoop(): Promise<void> {
     const { batchSize, pollIntervalMs, leaseMs } = this.#ctx.options.delivery
     let renewedAt = Date.now()
@@ -228,11 +243,9 @@ export class DeliveryWorker {
       if (room > 0) {
         this.#wakeMissed = false
         try {
-          const now = this.#ctx.now()
-          const claimed = await this.#ctx.storage.claimDueDeliveries({ owner: this.id, now, leaseUntil: new Date(now.getTime() + leaseMs), limit: room })
+          const claimed = await this.#claim(room)
           this.#storageAnswered()
-          this.enqueue(claimed)
-          full = claimed.length === room
+          full = claimed === room
         } catch (err) {
           if (this.#stopping) break
           this.#storageFailed(err, 'claiming deliveries failed')

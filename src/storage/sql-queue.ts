@@ -38,6 +38,7 @@ export async function claimDueDeliveries(ctx: SqlContext, q: ClaimRequest): Prom
   const due = and(
     eq(deliveries.status, 'pending'),
     lte(deliveries.next_attempt_at, q.now),
+    q.dueSince ? gte(deliveries.next_attempt_at, q.dueSince) : undefined,
     or(isNull(deliveries.lease_until), lt(deliveries.lease_until, q.now)),
   )
   return ctx.transaction(async (db) => {

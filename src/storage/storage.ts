@@ -324,6 +324,8 @@ export interface ClaimRequest {
   now: Date
   leaseUntil: Date
   limit: number
+  /** Only deliveries due at or after this (the worker's claim window; see DeliveryWorker). */
+  dueSince?: Date
 }
 
 /** A leased delivery with the event it carries. */

@@ -48,6 +48,16 @@ describe('attemptWrite: when the next attempt is scheduled', () => {
     expect(delayAfter(0, throttled(90_000, 503))).toBe(90_000)
   })
 
+  // Fault scenario 6 (retry storm): a burst told one Retry-After came back at exactly that delay, together.
+  it('spreads a Retry-After upward by the jitter: never sooner, and not all at the same moment', () => {
+    const delays = Array.from({ length: 200 }, () => delayAfter(0, throttled(90_000, 503), { jitter: 0.2 })!)
+    for (const d of delays) {
+      expect(d).toBeGreaterThanOrEqual(90_000)
+      expect(d).toBeLessThanOrEqual(108_000)
+    }
+    expect(new Set(delays).size).toBeGreaterThan(150)
+  })
+
   it('keeps the scheduled delay when Retry-After asks for less', () => {
     expect(delayAfter(1, throttled(1_000))).toBe(defaultRetrySchedule[1])
   })

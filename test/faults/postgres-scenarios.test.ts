@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clusterAvailable, startCluster, type Cluster } from '../support/pg-cluster.js'
-import { killEngines, pause, restart, runScenario, terminateBackends, type ScenarioOptions, type ScenarioResult } from './scenarios.js'
+import { expectRecovered } from './expect-recovered.js'
+import { killEngines, pause, restart, terminateBackends } from './fault-actions.js'
+import { postgresTarget, runScenario, type ScenarioOptions, type ScenarioResult } from './scenarios.js'
 
 // Short versions of the Postgres fault scenarios (the long ones: `npm run chaos`). One engine process
 // (worker and HTTP API) on a throwaway cluster, four publishers over HTTP retrying each 503 with the
@@ -23,17 +25,6 @@ function expectFewDuplicates(r: ScenarioResult) {
   expect(r.duplicates).toBeLessThanOrEqual(Math.floor(r.published / 100))
 }
 
-/** What every scenario must show: nothing acknowledged lost, no 500 and no hang, the engine alive and delivering. */
-function expectRecovered(r: ScenarioResult) {
-  expect(r.engineErrors.filter((line) => !line.startsWith('{'))).toEqual([]) // no crash output
-  expect(r.alive).toBe(true)
-  expect(r.bad).toEqual([])
-  expect(r.published).toBeGreaterThan(0)
-  expect(r.lost).toBe(0)
-  expect(r.unrecorded).toBe(0)
-  expect(r.deliveredAfterFault).toBeGreaterThan(0)
-}
-
 describe.runIf(clusterAvailable)('Postgres faults under load: engine processes, publishers over HTTP, a receiver', () => {
   let cluster: Cluster
   beforeAll(async () => {
@@ -44,19 +35,19 @@ describe.runIf(clusterAvailable)('Postgres faults under load: engine processes, 
   })
 
   it('Postgres restarted (pg_ctl restart -m fast): 503s meanwhile, then every publish delivered once', async () => {
-    const r = await runScenario(cluster, { ...base, name: 'restart', fault: restart })
+    const r = await runScenario(await postgresTarget(cluster, 'restart'), { ...base, name: 'restart', fault: restart })
     expectRecovered(r)
     expectFewDuplicates(r)
   }, 60_000)
 
   it('the engine sessions killed (pg_terminate_backend) every 2 s for 20 s', async () => {
-    const r = await runScenario(cluster, { ...base, name: 'backend kills', fault: terminateBackends(2_000, 20_000) })
+    const r = await runScenario(await postgresTarget(cluster, 'backend kills'), { ...base, name: 'backend kills', fault: terminateBackends(2_000, 20_000) })
     expectRecovered(r)
     expectFewDuplicates(r)
   }, 60_000)
 
   it('Postgres paused (SIGSTOP) for 10 s, longer than the leases: requests answer 503 in time, nothing is delivered twice', async () => {
-    const r = await runScenario(cluster, { ...base, name: 'pause', fault: pause(10_000) })
+    const r = await runScenario(await postgresTarget(cluster, 'pause'), { ...base, name: 'pause', fault: pause(10_000) })
     expectRecovered(r)
     // Leases expired during the pause; the instance still holds those deliveries and does not take them again.
     expect(r.duplicates).toBe(0)
@@ -66,7 +57,7 @@ describe.runIf(clusterAvailable)('Postgres faults under load: engine processes, 
 
   it('one of three engine processes killed (SIGKILL) every 5 s: its leased deliveries are taken over, nothing lost', async () => {
     // Requests in flight to a killed engine get no answer (`network`); publishers move to another engine.
-    const r = await runScenario(cluster, { ...base, name: 'engine kills', engines: 3, allowNetworkErrors: true, fault: killEngines(5_000, 10_000) })
+    const r = await runScenario(await postgresTarget(cluster, 'engine kills'), { ...base, name: 'engine kills', engines: 3, allowNetworkErrors: true, fault: killEngines(5_000, 10_000) })
     expectRecovered(r)
   }, 90_000)
 })

@@ -1,100 +1,101 @@
-// Fault scenarios against real engine processes (test/fixtures/fault-engine.ts) on a throwaway
-// Postgres cluster: publishers keep publishing over HTTP while a fault hits the database, a local
-// receiver records every delivery. Used by the short versions in test/faults/*.test.ts and by the
-// long ones of `npm run chaos` (test/faults/chaos.ts).
-import { spawn, type ChildProcess } from 'node:child_process'
+// Fault scenarios against real engine processes (test/faults/engine-process.ts) on a throwaway
+// Postgres cluster or a SQLite file: publishers keep publishing over HTTP while a fault hits the
+// database, a local receiver records every delivery. Used by the short versions in
+// test/faults/*.test.ts and by the long ones of `npm run chaos` (test/faults/chaos.ts).
+import Database from 'better-sqlite3'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'postgres'
-import { encryptionKey } from '../support/engines.js'
 import type { Cluster } from '../support/pg-cluster.js'
-import { startReceiver, waitFor } from '../support/receiver.js'
+import { startReceiver, waitFor, type Received } from '../support/receiver.js'
+import { api, engineErrors, startEngine, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
 
-const fixture = join(import.meta.dirname, '../fixtures/fault-engine.ts')
+export type { EngineOptions, EngineProcess } from './engine-process.js'
 
-export interface EngineOptions {
-  /** Storage timeout (postgres({ timeoutMs })). */
-  timeoutMs: number
-  leaseMs: number
-  max?: number
+/** Where the engines keep their data: a fresh database of a throwaway cluster, or a SQLite file. */
+export interface ScenarioTarget {
+  kind: 'postgres' | 'sqlite'
+  /** postgres:// URL or SQLite file path, as the engines open it. */
+  url: string
+  cluster?: Cluster
+  database?: string
+  /** Run one SQL statement on the database (a connection of its own) and return its rows. */
+  query<T = Record<string, unknown>>(statement: string): Promise<T[]>
 }
 
-/** One engine process: its API port, how many deliveries it made, and its log lines. */
-export interface EngineProcess {
-  proc: ChildProcess
-  port: number
-  delivered: number
-  /** stderr lines: the engine's JSON log lines, or a crash's stack. */
-  log: string[]
-  exited: Promise<number | null>
-  alive(): boolean
+/** Deliveries not (yet) recorded as a success. */
+export async function unrecorded(target: ScenarioTarget): Promise<number> {
+  const [row] = await target.query<{ n: number | string }>(`select count(*) as n from deliveries where status <> 'success'`)
+  return Number(row!.n)
 }
 
-export async function startEngine(url: string, options: EngineOptions): Promise<EngineProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', fixture, url, encryptionKey, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let exitCode: number | null | undefined
-  const engine: EngineProcess = {
-    proc,
-    port: 0,
-    delivered: 0,
-    log: [],
-    exited: new Promise((resolve) => proc.on('exit', (code) => resolve((exitCode = code)))),
-    alive: () => exitCode === undefined,
-  }
-  let err = ''
-  proc.stderr!.on('data', (chunk: Buffer) => {
-    err += chunk.toString()
-    const lines = err.split('\n')
-    err = lines.pop()!
-    engine.log.push(...lines)
-  })
-  await new Promise<void>((resolve, reject) => {
-    let out = ''
-    proc.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString()
-      const lines = out.split('\n')
-      out = lines.pop()!
-      for (const line of lines) {
-        const ready = /^ready (\d+)$/.exec(line)
-        if (ready) {
-          engine.port = Number(ready[1])
-          resolve()
-        }
-        const delivered = /^delivered (\d+)$/.exec(line)
-        if (delivered) engine.delivered = Number(delivered[1])
+const unique = (name: string) => `${name.replace(/\W/g, '_')}_${Math.random().toString(36).slice(2, 8)}`
+
+export async function postgresTarget(cluster: Cluster, name: string): Promise<ScenarioTarget> {
+  const database = unique(name)
+  return { ...postgresDatabase(await cluster.createDatabase(database)), cluster, database }
+}
+
+/** An existing Postgres database (no fault acts on its server). */
+export function postgresDatabase(url: string): ScenarioTarget {
+  return {
+    kind: 'postgres',
+    url,
+    async query<T>(statement: string) {
+      const sql = pg(url, { max: 1, onnotice: () => {} })
+      try {
+        return (await sql.unsafe(statement)) as unknown as T[]
+      } finally {
+        await sql.end()
       }
-    })
-    void engine.exited.then((code) => reject(new Error(`engine exited (${code}) before it was ready:\n${engine.log.join('\n')}`)))
-  })
-  return engine
+    },
+  }
 }
 
-async function api(port: number, method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`http://127.0.0.1:${port}/api/v1${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  })
+/** A SQLite database file in `dir` (which the caller removes). */
+export function sqliteTarget(dir: string, name: string): ScenarioTarget {
+  const path = join(dir, `${unique(name)}.db`)
+  return {
+    kind: 'sqlite',
+    url: path,
+    async query<T>(statement: string) {
+      const db = new Database(path, { readonly: true, fileMustExist: true })
+      try {
+        return db.prepare(statement).all() as T[]
+      } finally {
+        db.close()
+      }
+    },
+  }
+}
+
+/** The cluster and database of a Postgres target (faults that act on the server). */
+export function postgresOf(target: ScenarioTarget): { cluster: Cluster; database: string; url: string } {
+  if (!target.cluster || !target.database) throw new Error(`this fault needs a Postgres target, not ${target.kind}`)
+  return { cluster: target.cluster, database: target.database, url: target.url }
 }
 
 /** One request a publisher made: when, how long, and its outcome (a status, or `timeout` / `network`). */
 interface Sample {
+  id: string
   start: number
   end: number
   outcome: number | 'timeout' | 'network'
 }
 
 export interface FaultContext {
-  cluster: Cluster
-  database: string
+  target: ScenarioTarget
   /** The engines serving now (a replaced one is swapped in place). */
   engines: EngineProcess[]
   /** SIGKILL engine `index` and start a new one in its place (same database and options). */
   replaceEngine(index: number): Promise<void>
   /** Record a fault window (for the time-to-recover figure): call when a fault starts and when it ends. */
   mark(phase: 'start' | 'end'): void
+  /** Make the receiver misbehave (`hang`: never answer; `late`: answer 200 after `lateMs`), or behave again. */
+  receiver(mode: ReceiverMode | undefined): void
 }
+
+export type ReceiverMode = 'hang' | { lateMs: number }
 
 export interface ScenarioOptions {
   name: string
@@ -111,12 +112,16 @@ export interface ScenarioOptions {
   drainMs: number
   /** Requests may fail without an answer (their engine was killed under them). */
   allowNetworkErrors?: boolean
+  /** Clients reading a destination (GET) every 100 ms beside the publishers (default 0). */
+  readers?: number
   /** The fault; resolves once it is over. */
   fault(ctx: FaultContext): Promise<void>
 }
 
 export interface ScenarioResult {
   scenario: string
+  /** Distinct events the publishers tried to publish. */
+  attempted: number
   /** Publishes acknowledged (202). */
   published: number
   /** Acknowledged events that reached the receiver. */
@@ -132,8 +137,15 @@ export interface ScenarioResult {
   recoverMs: number
   /** Highest share of publishes answered with an error in any one second. */
   peakErrorRate: number
+  /** The readers' answers (see ScenarioOptions.readers). */
+  reads: { outcomes: Record<string, number>; bad: Sample[]; okDuringFault: number }
+  /** Publishes acknowledged per second before the fault, and after it ended. */
+  rateBefore: number
+  rateAfter: number
   /** Longest time a publish took to be answered (any outcome), ms. */
   maxLatencyMs: number
+  /** Longest answer among the publishes in flight during a fault, ms. */
+  maxFaultLatencyMs: number
   /** Responses by outcome: '202', '503', 'timeout', 'network', … */
   outcomes: Record<string, number>
   /** Requests answered with a status other than 202/503, or not within requestBoundMs. */
@@ -145,65 +157,111 @@ export interface ScenarioResult {
   engineErrors: string[]
 }
 
-export async function runScenario(cluster: Cluster, options: ScenarioOptions): Promise<ScenarioResult> {
-  const database = `${options.name.replace(/\W/g, '_')}_${Math.random().toString(36).slice(2, 8)}`
-  const url = await cluster.createDatabase(database)
+/** Readers getting the destination every 100 ms until stopped; their samples (id: the reader). */
+function startReaders(engines: EngineProcess[], count: number, boundMs: number) {
+  const samples: Sample[] = []
+  let stopping = false
+  const reader = async (r: number) => {
+    while (!stopping) {
+      const engine = engines.find((e) => e.alive()) ?? engines[0]!
+      const start = Date.now()
+      let outcome: Sample['outcome']
+      try {
+        const response = await fetch(`http://127.0.0.1:${engine.port}/api/v1/tenants/acme/destinations/hook`, { signal: AbortSignal.timeout(boundMs) })
+        await response.arrayBuffer()
+        outcome = response.status
+      } catch (err) {
+        outcome = (err as Error).name === 'TimeoutError' ? 'timeout' : 'network'
+      }
+      samples.push({ id: `r${r}`, start, end: Date.now(), outcome })
+      await sleep(100)
+    }
+  }
+  const running = Array.from({ length: count }, (_, r) => reader(r))
+  return {
+    samples,
+    async stop() {
+      stopping = true
+      await Promise.all(running)
+    },
+  }
+}
+
+/** Publishers posting events `p<publisher>-<n>` to the engines until stopped; a non-202 is retried with the same id. */
+function startPublishers(engines: EngineProcess[], count: number, boundMs: number) {
+  const acked = new Set<string>()
+  const samples: Sample[] = []
+  let stopping = false
+  const publisher = async (p: number) => {
+    for (let n = 0, tries = 0; !stopping; tries++) {
+      // The publisher's own engine, or the next one that is up (a client behind a load balancer).
+      const engine = [...engines.keys()].map((k) => engines[(p + tries + k) % engines.length]!).find((e) => e.alive()) ?? engines[0]!
+      const id = `p${p}-${n}`
+      const start = Date.now()
+      let outcome: Sample['outcome']
+      try {
+        const response = await fetch(`http://127.0.0.1:${engine.port}/api/v1/publish`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id, tenant_id: 'acme', topic: 'order.created', data: { p, n } }),
+          signal: AbortSignal.timeout(boundMs),
+        })
+        await response.arrayBuffer()
+        outcome = response.status
+      } catch (err) {
+        outcome = (err as Error).name === 'TimeoutError' ? 'timeout' : 'network'
+      }
+      samples.push({ id, start, end: Date.now(), outcome })
+      if (outcome === 202) {
+        acked.add(id)
+        n++
+      } else {
+        // A client honouring Retry-After (shortened): the same id again, so nothing is published twice.
+        await sleep(200)
+      }
+    }
+  }
+  const running = Array.from({ length: count }, (_, p) => publisher(p))
+  return {
+    acked,
+    samples,
+    async stop() {
+      stopping = true
+      await Promise.all(running)
+    },
+  }
+}
+
+export async function runScenario(target: ScenarioTarget, options: ScenarioOptions): Promise<ScenarioResult> {
   const runStart = Date.now()
-  const receiver = await startReceiver()
+  let mode: ReceiverMode | undefined
+  const never = new Promise<never>(() => undefined)
+  /** Requests the receiver answered 200 (late ones included: it did take the event); a hung one is not. */
+  const answered: Received[] = []
+  const receiver = await startReceiver((r) => {
+    if (mode === 'hang') return { until: never }
+    answered.push(r)
+    return mode ? { delayMs: mode.lateMs } : {}
+  })
   const engines: EngineProcess[] = []
   /** Every engine started, killed ones included (their deliveries count). */
   const started: EngineProcess[] = []
   const delivered = () => started.reduce((n, e) => n + e.delivered, 0)
   try {
-    for (let i = 0; i < (options.engines ?? 1); i++) engines.push(await startEngine(url, options.engine))
+    engines.push(...(await startEngines(target.url, options.engines ?? 1, options.engine)))
     started.push(...engines)
-    const setup = engines[0]!.port
-    expect2xx(await api(setup, 'PUT', '/tenants/acme', {}))
-    expect2xx(await api(setup, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } }))
-
-    const acked = new Set<string>()
-    const samples: Sample[] = []
-    let stopping = false
-    const publisher = async (p: number) => {
-      for (let n = 0, tries = 0; !stopping; tries++) {
-        // The publisher's own engine, or the next one that is up (a client behind a load balancer).
-        const engine = [...engines.keys()].map((k) => engines[(p + tries + k) % engines.length]!).find((e) => e.alive()) ?? engines[0]!
-        const id = `p${p}-${n}`
-        const start = Date.now()
-        let outcome: Sample['outcome']
-        try {
-          const response = await fetch(`http://127.0.0.1:${engine.port}/api/v1/publish`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ id, tenant_id: 'acme', topic: 'order.created', data: { p, n } }),
-            signal: AbortSignal.timeout(options.requestBoundMs),
-          })
-          await response.arrayBuffer()
-          outcome = response.status
-        } catch (err) {
-          outcome = (err as Error).name === 'TimeoutError' ? 'timeout' : 'network'
-        }
-        samples.push({ start, end: Date.now(), outcome })
-        if (outcome === 202) {
-          acked.add(id)
-          n++
-        } else {
-          // A client honouring Retry-After (shortened): the same id again, so nothing is published twice.
-          await sleep(200)
-        }
-      }
-    }
+    await api(engines[0]!.port, 'PUT', '/tenants/acme', {})
+    await api(engines[0]!.port, 'POST', '/tenants/acme/destinations', { id: 'hook', type: 'webhook', topics: '*', config: { url: `${receiver.url}/hook` } })
 
     const windows: { start: number; end?: number }[] = []
     const ctx: FaultContext = {
-      cluster,
-      database,
+      target,
       engines,
       async replaceEngine(index) {
         const old = engines[index]!
         old.proc.kill('SIGKILL')
         await old.exited
-        const fresh = await startEngine(url, options.engine)
+        const fresh = await startEngine(target.url, options.engine)
         started.push(fresh)
         engines[index] = fresh
       },
@@ -211,78 +269,109 @@ export async function runScenario(cluster: Cluster, options: ScenarioOptions): P
         if (phase === 'start') windows.push({ start: Date.now() })
         else windows.at(-1)!.end = Date.now()
       },
+      receiver: (next) => void (mode = next),
     }
-    const publishers = Array.from({ length: options.publishers }, (_, p) => publisher(p))
+    const publishers = startPublishers(engines, options.publishers, options.requestBoundMs)
+    const readers = startReaders(engines, options.readers ?? 0, options.requestBoundMs)
+    const loadStart = Date.now()
     await sleep(options.before)
+    const faultStart = Date.now()
     await options.fault(ctx)
+    const faultEnd = Date.now()
     const deliveredAtFaultEnd = delivered()
     await sleep(options.after)
-    stopping = true
-    await Promise.all(publishers)
+    const loadEnd = Date.now()
+    await Promise.all([publishers.stop(), readers.stop()])
 
-    const received = () => new Set(receiver.on('/hook').map((r) => String(r.headers['webhook-id'])))
-    const drained = Date.now() + options.drainMs
-    await waitFor(() => [...acked].every((id) => received().has(id)) || !engines.some((e) => e.alive()), options.drainMs, 'every acknowledged publish delivered').catch(() => undefined)
-    // Every delivery recorded as a success: nothing left that could still be attempted (again).
-    const sql = pg(url, { max: 1, onnotice: () => {} })
-    let unrecorded = -1
-    try {
-      await waitFor(
-        async () => {
-          const [row] = await sql<{ n: number }[]>`select count(*)::int as n from deliveries where status <> 'success'`
-          unrecorded = row!.n
-          return unrecorded === 0 || !engines.some((e) => e.alive())
-        },
-        Math.max(1_000, drained - Date.now()),
-        'every delivery recorded',
-      ).catch(() => undefined)
-    } finally {
-      await sql.end()
-    }
-    await sleep(500) // let stragglers (duplicates) arrive
-    const seen = received()
-    const all = receiver.on('/hook')
-    const lost = [...acked].filter((id) => !seen.has(id)).length
-
-    const allowed = new Set<Sample['outcome']>([202, 503, ...(options.allowNetworkErrors ? ['network' as const] : [])])
-    const bad = samples.filter((s) => !allowed.has(s.outcome) || s.end - s.start > options.requestBoundMs)
-    const outcomes: Record<string, number> = {}
-    for (const s of samples) outcomes[String(s.outcome)] = (outcomes[String(s.outcome)] ?? 0) + 1
-    const perSecond = new Map<number, { n: number; errors: number }>()
-    for (const s of samples) {
-      const bucket = perSecond.get(Math.floor(s.end / 1000)) ?? { n: 0, errors: 0 }
-      bucket.n++
-      if (s.outcome !== 202) bucket.errors++
-      perSecond.set(Math.floor(s.end / 1000), bucket)
-    }
-    const successes = samples.filter((s) => s.outcome === 202).map((s) => s.end)
-    const recoverMs = Math.max(0, ...windows.map((w) => (successes.find((t) => t >= (w.end ?? w.start)) ?? Date.now()) - (w.end ?? w.start)))
     return {
       scenario: options.name,
-      published: acked.size,
-      delivered: acked.size - lost,
-      lost,
-      unrecorded,
-      duplicates: all.length - seen.size,
-      duplicated: [...byId(all).entries()].filter(([, at]) => at.length > 1).map(([id, at]) => ({ id, at: at.map((t) => t - runStart) })),
-      recoverMs,
-      peakErrorRate: Math.max(0, ...[...perSecond.values()].map((b) => b.errors / b.n)),
-      maxLatencyMs: Math.max(0, ...samples.map((s) => s.end - s.start)),
-      outcomes,
-      bad,
+      ...summarize(publishers.samples, windows, options),
+      ...rates(publishers.samples, loadStart, faultStart, faultEnd, loadEnd),
+      reads: readFigures(readers.samples, windows, options.requestBoundMs),
+      ...(await drain(target, publishers.acked, answered, () => engines.some((e) => e.alive()), options.drainMs, runStart)),
       alive: engines.every((e) => e.alive()),
       deliveredAfterFault: delivered() - deliveredAtFaultEnd,
-      engineErrors: started.flatMap((e) => e.log.filter((l) => !l.startsWith('{') || /"level":"(error|fatal)"/.test(l))),
+      engineErrors: engineErrors(started),
     }
   } finally {
-    for (const e of started) if (e.alive()) e.proc.kill('SIGKILL')
-    await Promise.all(started.map((e) => e.exited))
+    await stopEngines(started)
     await receiver.close()
   }
 }
 
+/**
+ * Once the load stopped: wait (up to `drainMs`, or until no engine is left) for every acknowledged event
+ * at the receiver and every delivery recorded as a success, then count what was lost and duplicated.
+ */
+async function drain(target: ScenarioTarget, acked: Set<string>, answered: Received[], anyAlive: () => boolean, drainMs: number, runStart: number) {
+  const received = () => new Set(answered.map((r) => String(r.headers['webhook-id'])))
+  const drained = Date.now() + drainMs
+  await waitFor(() => {
+    const now = received()
+    return [...acked].every((id) => now.has(id)) || !anyAlive()
+  }, drainMs, 'every acknowledged publish delivered').catch(() => undefined)
+  // Every delivery recorded as a success: nothing left that could still be attempted (again).
+  let left = -1
+  await waitFor(async () => (left = await unrecorded(target)) === 0 || !anyAlive(), Math.max(1_000, drained - Date.now()), 'every delivery recorded').catch(() => undefined)
+  await sleep(500) // let stragglers (duplicates) arrive
+  const seen = received()
+  const lost = [...acked].filter((id) => !seen.has(id)).length
+  return {
+    published: acked.size,
+    delivered: acked.size - lost,
+    lost,
+    unrecorded: left,
+    duplicates: answered.length - seen.size,
+    duplicated: [...byId(answered).entries()].filter(([, at]) => at.length > 1).map(([id, at]) => ({ id, at: at.map((t) => t - runStart) })),
+  }
+}
+
+/** The request figures of a run: outcomes, bad answers, latencies, error rates and recovery. */
+function summarize(samples: Sample[], windows: { start: number; end?: number }[], options: ScenarioOptions) {
+  const allowed = new Set<Sample['outcome']>([202, 503, ...(options.allowNetworkErrors ? ['network' as const] : [])])
+  const outcomes: Record<string, number> = {}
+  for (const s of samples) outcomes[String(s.outcome)] = (outcomes[String(s.outcome)] ?? 0) + 1
+  const perSecond = new Map<number, { n: number; errors: number }>()
+  for (const s of samples) {
+    const bucket = perSecond.get(Math.floor(s.end / 1000)) ?? { n: 0, errors: 0 }
+    bucket.n++
+    if (s.outcome !== 202) bucket.errors++
+    perSecond.set(Math.floor(s.end / 1000), bucket)
+  }
+  const successes = samples.filter((s) => s.outcome === 202).map((s) => s.end)
+  const endOf = (w: { start: number; end?: number }) => w.end ?? w.start
+  const duringFault = samples.filter((s) => windows.some((w) => s.start <= endOf(w) && s.end >= w.start))
+  return {
+    attempted: new Set(samples.map((s) => s.id)).size,
+    outcomes,
+    bad: samples.filter((s) => !allowed.has(s.outcome) || s.end - s.start > options.requestBoundMs),
+    recoverMs: Math.max(0, ...windows.map((w) => (successes.find((t) => t >= endOf(w)) ?? Date.now()) - endOf(w))),
+    peakErrorRate: Math.max(0, ...[...perSecond.values()].map((b) => b.errors / b.n)),
+    maxLatencyMs: Math.max(0, ...samples.map((s) => s.end - s.start)),
+    maxFaultLatencyMs: Math.max(0, ...duringFault.map((s) => s.end - s.start)),
+  }
+}
+
+/** The readers' answers: by outcome, those not answered 200/503 within the bound, and how many were answered 200 during a fault. */
+function readFigures(samples: Sample[], windows: { start: number; end?: number }[], boundMs: number) {
+  const outcomes: Record<string, number> = {}
+  for (const s of samples) outcomes[String(s.outcome)] = (outcomes[String(s.outcome)] ?? 0) + 1
+  const during = (s: Sample) => windows.some((w) => s.end >= w.start && s.end <= (w.end ?? w.start))
+  return {
+    outcomes,
+    bad: samples.filter((s) => (s.outcome !== 200 && s.outcome !== 503) || s.end - s.start > boundMs),
+    okDuringFault: samples.filter((s) => s.outcome === 200 && during(s)).length,
+  }
+}
+
+/** Publishes acknowledged per second before the fault and after it (throughput returns to its earlier level). */
+function rates(samples: Sample[], loadStart: number, faultStart: number, faultEnd: number, loadEnd: number) {
+  const acked = (from: number, to: number) => samples.filter((s) => s.outcome === 202 && s.end >= from && s.end < to).length / Math.max(0.001, (to - from) / 1000)
+  return { rateBefore: acked(loadStart, faultStart), rateAfter: acked(faultEnd, loadEnd) }
+}
+
 /** Reception times per webhook-id. */
-function byId(received: { headers: Record<string, unknown>; at: number }[]): Map<string, number[]> {
+export function byId(received: { headers: Record<string, unknown>; at: number }[]): Map<string, number[]> {
   const out = new Map<string, number[]>()
   for (const r of received) {
     const id = String(r.headers['webhook-id'])
@@ -290,51 +379,3 @@ function byId(received: { headers: Record<string, unknown>; at: number }[]): Map
   }
   return out
 }
-
-function expect2xx(response: Response) {
-  if (response.status >= 300) throw new Error(`set-up request failed: ${response.status}`)
-}
-
-/** `pg_ctl restart -m fast` once. */
-export const restart = async ({ cluster, mark }: FaultContext) => {
-  mark('start')
-  await cluster.restart()
-  mark('end')
-}
-
-/** pg_terminate_backend of every session of the engines' database, every `everyMs` for `forMs`. */
-export const terminateBackends =
-  (everyMs: number, forMs: number) =>
-  async ({ cluster, database, mark }: FaultContext) => {
-    const until = Date.now() + forMs
-    while (Date.now() < until) {
-      mark('start')
-      await cluster.terminateBackends(database)
-      mark('end')
-      await sleep(everyMs)
-    }
-  }
-
-/** SIGSTOP the postmaster and every backend for `forMs`, then SIGCONT. */
-export const pause =
-  (forMs: number) =>
-  async ({ cluster, mark }: FaultContext) => {
-    mark('start')
-    cluster.pause()
-    await sleep(forMs)
-    cluster.resume()
-    mark('end')
-  }
-
-/** SIGKILL one of the engines (in turn) every `everyMs` for `forMs`, starting a new process in its place. */
-export const killEngines =
-  (everyMs: number, forMs: number) =>
-  async ({ engines, replaceEngine, mark }: FaultContext) => {
-    const until = Date.now() + forMs
-    for (let i = 0; Date.now() < until; i++) {
-      mark('start')
-      await replaceEngine(i % engines.length)
-      mark('end')
-      await sleep(everyMs)
-    }
-  }

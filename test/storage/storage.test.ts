@@ -311,6 +311,17 @@ for (const kind of storageKinds()) {
         expect(mine(await s.claimDueDeliveries({ owner: 'C', now: at(9500), leaseUntil: at(9900), limit: 100 }))).toEqual(['dlv-q1'])
       })
 
+      it('claims only deliveries due at or after dueSince when given (the worker\'s claim window), all due ones without it', async () => {
+        await s.upsertTenant('t-w', {}, t0)
+        await s.insertDestination(destination('t-w', 'd'))
+        await s.insertEvents(
+          [100, 200, 300].map((ms) => ({ event: event('t-w', `w${ms}`), deliveries: [{ id: `dlv-w${ms}`, destination_id: 'd', next_attempt_at: at(ms) }] })),
+        )
+        const mine = (rows: { id: string }[]) => rows.map((r) => r.id).filter((id) => id.startsWith('dlv-w')).sort()
+        expect(mine(await s.claimDueDeliveries({ owner: 'A', now: at(1000), leaseUntil: at(2000), limit: 100, dueSince: at(200) }))).toEqual(['dlv-w200', 'dlv-w300'])
+        expect(mine(await s.claimDueDeliveries({ owner: 'B', now: at(1000), leaseUntil: at(2000), limit: 100 }))).toEqual(['dlv-w100'])
+      })
+
       it('writing an attempt that is already recorded changes nothing (the worker writes again after a failed write)', async () => {
         await s.upsertTenant('t-again', {}, t0)
         await s.insertDestination(destination('t-again', 'd'))

@@ -75,7 +75,7 @@ function descendants(pid: number): number[] {
  * @example
  * const cluster = await startCluster(); await cluster.restart(); await cluster.stop()
  */
-export async function startCluster() {
+export async function startCluster(options: { /** Load pg_stat_statements (per-statement buffers and timings). */ statements?: boolean } = {}) {
   if (!postgresBin) throw new Error('no PostgreSQL binaries under /usr/lib/postgresql')
   const bin = postgresBin
   const user = clusterUser()
@@ -88,7 +88,8 @@ export async function startCluster() {
 
   await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...as, cwd: dir })
   // fsync off: the faults under test are process and connection faults, not power loss.
-  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`
+  const preload = options.statements ? ' -c shared_preload_libraries=pg_stat_statements' : ''
+  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100${preload}`
   const start = () => pgCtl('-l', join(dir, 'log'), '-o', settings, '-w', '-t', '60', 'start')
   await start()
 
