@@ -12,8 +12,8 @@ import { postgresTarget, runScenario, sqliteTarget, type ScenarioOptions } from 
 // must slow down (503s with Retry-After), never answer 500 or hang, and deliver everything afterwards
 // without a restart. (The long version: `npm run chaos -- pool`.)
 const base: Omit<ScenarioOptions, 'name' | 'fault'> = {
-  before: 2_000,
-  after: 3_000,
+  before: 1_000,
+  after: 2_000,
   publishers: 4,
   engine: { timeoutMs: 2_000, leaseMs: 5_000 },
   requestBoundMs: 10_000,
