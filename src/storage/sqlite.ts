@@ -20,6 +20,9 @@ export interface SqliteOptions {
   busyTimeoutMs?: number
 }
 
+/** SQLite's own checkpoint threshold, pages (~40 MiB): for `:memory:`, and if the checkpoint thread fails. */
+const autocheckpointPages = 10_000
+
 /**
  * SQLite storage on better-sqlite3: one connection, WAL, one writer.
  *
@@ -37,8 +40,8 @@ export function sqlite(options: SqliteOptions): () => Promise<Storage> {
     if (onDisk) client.pragma('journal_mode = WAL')
     // Checkpoint every ~40 MiB of WAL rather than 4: the queue rewrites the same pages, so fewer, larger
     // checkpoints copy (and fsync) far less. That is the fallback: a file's checkpoints run off the event loop.
-    client.pragma('wal_autocheckpoint = 10000')
-    const stopCheckpointer = onDisk ? startCheckpointer(client, options.path, 10_000) : async () => {}
+    client.pragma(`wal_autocheckpoint = ${autocheckpointPages}`)
+    const stopCheckpointer = onDisk ? startCheckpointer(client, options.path, autocheckpointPages) : async () => {}
     client.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`)
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000
     // Waits for another connection's write lock happen in retryBusy, asynchronously: SQLite's own busy
