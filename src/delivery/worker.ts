@@ -34,6 +34,10 @@ const maxWriteRetryMs = 2_000
 
 /** Storage did not answer or lost its connection (Postgres restarting, paused, unreachable): worth trying again. */
 const isUnavailable = (err: unknown) => err instanceof OutflowError && err.code === 'unavailable'
+/** Live traffic counts as active this long after its last delivery was taken in. */
+const liveQuietMs = 1_000
+/** While live traffic is active, a replay holds at most this share of the global slots (at least one). */
+const replayShareWhileLive = 1 / 25
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
 
@@ -76,6 +80,13 @@ export class DeliveryWorker {
   #wakeMissed = false
   #retryTimer?: NodeJS.Timeout
   #retryAt = Infinity
+  /** Held deliveries not handed out by a replay, and when the last one was taken in. */
+  #liveHeld = 0
+  #liveAt = 0
+  /** Replayed deliveries waiting for a replay slot, and the ids of those past it (queued or being attempted). */
+  readonly #replayWaiting: QueuedDelivery[] = []
+  readonly #replayAdmitted = new Set<string>()
+  readonly #replaySlotsWhileLive: number
 
   constructor(ctx: DeliveryContext) {
     this.#ctx = ctx
@@ -85,6 +96,7 @@ export class DeliveryWorker {
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
     this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
     this.#limiter = new RateLimiter(ctx.storage, ctx.now)
+    this.#replaySlotsWhileLive = Math.max(1, Math.floor(concurrency * replayShareWhileLive))
   }
 
   start(): void {
@@ -107,12 +119,12 @@ export class DeliveryWorker {
     return this.#running && !this.#stopping
   }
 
-  /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
   /** Deliveries this worker holds (claimed, queued or being attempted). */
   get inFlight(): number {
     return this.#held.size
   }
 
+  /** Lease fields for rows a local publish inserts, when this worker has room to take them at once. */
   fastPathLease(count: number, now: Date): { lease_owner: string; lease_until: Date } | undefined {
     if (!this.#running || this.#stopping || this.#held.size + count > this.#maxHeld) return undefined
     return { lease_owner: this.id, lease_until: new Date(now.getTime() + this.#ctx.options.delivery.leaseMs) }
@@ -123,16 +135,73 @@ export class DeliveryWorker {
     for (const d of deliveries) {
       if (this.#held.has(d.id)) continue
       this.#held.set(d.id, d)
-      const k = key(d.tenant_id, d.destination_id)
-      const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
-      // A slow destination holds at most perDestinationConcurrency of the global slots; a rate-limited one
-      // waits for its token before it takes one.
+      if (d.replay) {
+        this.#replayWaiting.push(d)
+        continue
+      }
+      this.#liveHeld++
+      this.#liveAt = Date.now()
+      this.#queue(d)
+    }
+    this.#admitReplays()
+  }
+
+  #queue(d: QueuedDelivery): void {
+    const k = key(d.tenant_id, d.destination_id)
+    const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
+    // A slow destination holds at most perDestinationConcurrency of the global slots; a rate-limited one
+    // waits for its token before it takes one. In both queues a replay fills the slots live traffic leaves:
+    // queued live attempts start first.
+    if (!d.replay) {
       void queue.add(async () => {
         await this.#rateLimited(d)
-        // A replay fills the slots live traffic leaves: queued live attempts start first.
-        return this.#global.add(() => this.#start(d), { priority: d.replay ? -1 : 0 })
+        return this.#global.add(() => this.#start(d))
       })
+      return
     }
+    // A replayed delivery's slot is free again once its attempt ended (its result is written later).
+    void queue
+      .add(async () => {
+        await this.#rateLimited(d)
+        return this.#global.add(() => this.#start(d), { priority: -1 })
+      }, { priority: -1 })
+      .finally(() => this.#replayEnded(d.id))
+  }
+
+  #replayEnded(id: string): void {
+    if (this.#replayAdmitted.delete(id)) this.#admitReplays()
+  }
+
+  /**
+   * Replays yield to live traffic. While live deliveries are held or were taken in within the last second, a
+   * replay's attempts take at most a small share of the slots (replayShareWhileLive): each replayed attempt
+   * costs the event loop, the connection and the database what a live one does, so a replay at full speed
+   * would make every live delivery wait behind its callbacks. Otherwise it has every slot. Replayed
+   * deliveries wait here, before their destination's queue, so live deliveries to the same destination never
+   * queue behind them.
+   */
+  #admitReplays(): void {
+    while (this.#replayWaiting.length > 0 && this.#replayAdmitted.size < this.#replaySlots()) {
+      const d = this.#replayWaiting.shift()!
+      // Released meanwhile (close()): nothing to attempt.
+      if (this.#held.get(d.id) !== d || this.#stopping) continue
+      this.#replayAdmitted.add(d.id)
+      this.#queue(d)
+    }
+  }
+
+  #replaySlots(): number {
+    const live = this.#liveHeld > 0 || Date.now() - this.#liveAt < liveQuietMs
+    return live ? this.#replaySlotsWhileLive : this.#ctx.options.delivery.concurrency
+  }
+
+  /** A held delivery leaves this worker (its result was written, it was released, or it is queued again later). */
+  #unhold(id: string): void {
+    const d = this.#held.get(id)
+    if (!d) return
+    this.#held.delete(id)
+    if (!d.replay) this.#liveHeld--
+    else this.#replayEnded(id)
   }
 
   /** Resolves when a delivery to a rate-limited destination may start (at once for any other). */
@@ -407,7 +476,7 @@ export class DeliveryWorker {
   /** Queue a held delivery again after a pause (it stays held meanwhile: the claim loop does not take it). */
   #startLater(d: QueuedDelivery): void {
     setTimeout(() => {
-      this.#held.delete(d.id)
+      this.#unhold(d.id)
       if (this.#stopping) return this.#release([d.id])
       this.enqueue([d])
     }, this.#ctx.options.delivery.pollIntervalMs).unref()
@@ -415,9 +484,10 @@ export class DeliveryWorker {
 
   #release(ids: string[]): void {
     for (const id of ids) {
-      this.#held.delete(id)
+      this.#unhold(id)
       this.#dropped.delete(id)
     }
+    this.#admitReplays()
     if (this.#held.size < this.#maxHeld / 2) this.wake()
   }
 

@@ -20,6 +20,9 @@ for (const kind of engineKinds()) {
     const cancelHeld = new Promise<void>((resolve) => (releaseCancelled = resolve))
     /** Every step outcome of the replay runner, in order. */
     const steps: { request: ReplayStepRequest; step: ReplayStep }[] = []
+    /** Requests the /slow paths hold now, and the most they held at once. */
+    const open = new Map<string, number>()
+    const peak = new Map<string, number>()
     const T = 'replays'
     beforeAll(async () => {
       receiver = await startReceiver((r, n) => {
@@ -28,6 +31,14 @@ for (const kind of engineKinds()) {
         if (r.path.startsWith('/cancelled')) return { until: cancelHeld }
         // Fails the first request, then answers nothing (the attempt times out).
         if (r.path.startsWith('/stuck')) return n === 0 ? { status: 500 } : { until: new Promise(() => {}) }
+        // Answers after a pause, counting the requests it holds at once.
+        if (r.path.startsWith('/slow')) {
+          const path = r.path
+          const now = (open.get(path) ?? 0) + 1
+          open.set(path, now)
+          peak.set(path, Math.max(peak.get(path) ?? 0, now))
+          return { until: new Promise((resolve) => setTimeout(resolve, 100)).finally(() => open.set(path, open.get(path)! - 1)) }
+        }
         return {}
       })
       const storage = await kind.openStorage()
@@ -200,6 +211,56 @@ for (const kind of engineKinds()) {
       const lastLive = Math.max(...receiver.on('/held').map((r) => r.at))
       expect(receiver.on('/held')).toHaveLength(20)
       expect(receiver.on('/after-live')[1]!.at).toBeGreaterThanOrEqual(lastLive)
+    })
+
+    it('while live deliveries flow, a replay takes at most a twenty-fifth of the slots; alone, it takes all it may', async () => {
+      const d = await hook('/slow-share', ['t10.old'])
+      await hook('/live-share', ['t10.live'])
+      await outflow.publishMany(Array.from({ length: 30 }, () => ({ tenant_id: T, topic: 't10.old', data: {} })))
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success', limit: 100 })).models.length === 30, 10_000, 'the first deliveries recorded')
+      peak.set('/slow-share', 0)
+      // A live event every 50 ms for as long as the replay runs.
+      let pumping = true
+      const pump = (async () => {
+        while (pumping) {
+          await outflow.publish({ tenant_id: T, topic: 't10.live', data: {} })
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+      })()
+      const beside = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
+      expect(await finished(d.id, beside.id)).toMatchObject({ status: 'completed', done: 30 })
+      pumping = false
+      await pump
+      // concurrency 50: 2 slots for the replay beside live traffic.
+      expect(peak.get('/slow-share')).toBe(2)
+      expect(receiver.on('/slow-share')).toHaveLength(60)
+      // Live traffic stopped a second ago: the replay takes up to the destination's 20 slots (claims of 5 arrive one after another).
+      await waitFor(() => receiver.on('/live-share').length >= 10, 10_000, 'the live deliveries')
+      await new Promise((resolve) => setTimeout(resolve, 1_200))
+      peak.set('/slow-share', 0)
+      const alone = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
+      expect(await finished(d.id, alone.id)).toMatchObject({ status: 'completed', done: 30 })
+      expect(peak.get('/slow-share')).toBeGreaterThanOrEqual(10)
+    })
+
+    it('a live delivery to the destination being replayed goes ahead of the replayed ones queued for it', async () => {
+      const d = await hook('/slow-shared', ['t11'])
+      const old = await outflow.publishMany(Array.from({ length: 100 }, () => ({ tenant_id: T, topic: 't11', data: {} })))
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success', limit: 100 })).models.length === 100, 15_000, 'the first deliveries recorded')
+      await new Promise((resolve) => setTimeout(resolve, 1_200)) // no live traffic for a second: the replay takes every slot it may
+      const before = receiver.on('/slow-shared').length
+      const job = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
+      // Every replayed delivery is claimed and queued by then (a batch of 100, 20 of them in flight at a time).
+      await waitFor(() => receiver.on('/slow-shared').length >= before + 25, 10_000, 'the replay under way')
+      const sent = receiver.on('/slow-shared').length - before
+      const { id: live } = await outflow.publish({ tenant_id: T, topic: 't11', data: {} })
+      expect(await finished(d.id, job.id)).toMatchObject({ status: 'completed', done: 100 })
+      await waitFor(() => ids('/slow-shared').includes(live), 10_000, 'the live delivery')
+      const replayed = ids('/slow-shared').slice(before)
+      expect(replayed).toHaveLength(101)
+      expect(new Set(replayed)).toEqual(new Set([...old.map((e) => e.id), live]))
+      // At most 20 replayed requests were in flight when it was published: it takes the first slot that frees up.
+      expect(replayed.indexOf(live)).toBeLessThanOrEqual(sent + 25)
     })
 
     it('rejects a bad request with the status that names it, and starts nothing', async () => {
