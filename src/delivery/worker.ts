@@ -1,5 +1,6 @@
 import PQueue from 'p-queue'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { performance } from 'node:perf_hooks'
 import { destinationType } from '../destinations/registry.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { Publisher } from '../destinations/types.js'
@@ -38,6 +39,9 @@ const isUnavailable = (err: unknown) => err instanceof OutflowError && err.code 
 const liveQuietMs = 1_000
 /** While live traffic is active, a replay holds at most this share of the global slots (at least one). */
 const replayShareWhileLive = 1 / 25
+/** ...and starts no attempt while the event loop was busy more than this share of the last sample. */
+const replayLoopBudget = 0.5
+const loopSampleMs = 50
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
 
@@ -87,6 +91,9 @@ export class DeliveryWorker {
   readonly #replayWaiting: QueuedDelivery[] = []
   readonly #replayAdmitted = new Set<string>()
   readonly #replaySlotsWhileLive: number
+  /** The event loop's busy share over the last loopSampleMs, sampled while replayed deliveries are held. */
+  #loopBusy = 0
+  #loopTimer?: NodeJS.Timeout
 
   constructor(ctx: DeliveryContext) {
     this.#ctx = ctx
@@ -174,14 +181,18 @@ export class DeliveryWorker {
 
   /**
    * Replays yield to live traffic. While live deliveries are held or were taken in within the last second, a
-   * replay's attempts take at most a small share of the slots (replayShareWhileLive): each replayed attempt
-   * costs the event loop, the connection and the database what a live one does, so a replay at full speed
-   * would make every live delivery wait behind its callbacks. Otherwise it has every slot. Replayed
-   * deliveries wait here, before their destination's queue, so live deliveries to the same destination never
-   * queue behind them.
+   * replay's attempts take at most a small share of the slots (replayShareWhileLive), and none start while
+   * the event loop was more than half busy in the last sample: each replayed attempt costs the event loop,
+   * the connection and the database what a live one does, so a replay at full speed makes every live
+   * delivery wait behind its callbacks, and against a fast receiver even two slots can keep the loop busy.
+   * Otherwise it has every slot. Replayed deliveries wait here, before their destination's queue, so live
+   * deliveries to the same destination never queue behind them.
    */
   #admitReplays(): void {
-    while (this.#replayWaiting.length > 0 && this.#replayAdmitted.size < this.#replaySlots()) {
+    if (this.#replayWaiting.length === 0) return
+    this.#sampleLoop()
+    const slots = this.#replaySlots()
+    while (this.#replayWaiting.length > 0 && this.#replayAdmitted.size < slots) {
       const d = this.#replayWaiting.shift()!
       // Released meanwhile (close()): nothing to attempt.
       if (this.#held.get(d.id) !== d || this.#stopping) continue
@@ -192,7 +203,24 @@ export class DeliveryWorker {
 
   #replaySlots(): number {
     const live = this.#liveHeld > 0 || Date.now() - this.#liveAt < liveQuietMs
-    return live ? this.#replaySlotsWhileLive : this.#ctx.options.delivery.concurrency
+    if (!live) return this.#ctx.options.delivery.concurrency
+    return this.#loopBusy > replayLoopBudget ? 0 : this.#replaySlotsWhileLive
+  }
+
+  /** Samples the event loop's busy share while replayed deliveries wait, and admits them as it allows. */
+  #sampleLoop(): void {
+    if (this.#loopTimer) return
+    let mark = performance.eventLoopUtilization()
+    this.#loopTimer = setInterval(() => {
+      const now = performance.eventLoopUtilization()
+      this.#loopBusy = performance.eventLoopUtilization(now, mark).utilization
+      mark = now
+      if (this.#replayWaiting.length > 0 && !this.#stopping) return this.#admitReplays()
+      clearInterval(this.#loopTimer)
+      this.#loopTimer = undefined
+      this.#loopBusy = 0
+    }, loopSampleMs)
+    this.#loopTimer.unref()
   }
 
   /** A held delivery leaves this worker (its result was written, it was released, or it is queued again later). */
@@ -606,6 +634,7 @@ export class DeliveryWorker {
     if (this.#stopping) return
     this.#stopping = true
     clearTimeout(this.#retryTimer)
+    clearInterval(this.#loopTimer)
     this.wake()
     await this.#loop
     await (await this.#unlisten)?.().catch(() => undefined)
