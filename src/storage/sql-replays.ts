@@ -134,21 +134,38 @@ export async function advanceReplayJob(ctx: SqlContext, q: ReplayStepRequest): P
       .where(and(eq(destinations.tenant_id, job.tenant_id), eq(destinations.id, job.destination_id)))
     if (!destination) return { outcome: 'finished', job: await finish(ctx, db, job, 'cancelled', q.now) }
     if (job.batch_time) {
-      const counted = await countBatch(ctx, db, job, q.now)
-      if (!counted) return { outcome: 'waiting', job: await renew(ctx, db, job, q) }
-      job = counted
+      // Checked many times a second while the worker attempts the batch: a probe that stops at the first
+      // delivery still waiting, and a lease renewed once a third of it has passed.
+      if (await batchWaiting(ctx, db, job)) return { outcome: 'waiting', job: await renewWhenDue(ctx, db, job, q) }
+      job = await countBatch(ctx, db, job, q.now)
     }
     if (await freshDeliveriesWaiting(ctx, db, q)) return { outcome: 'yielded', job: await renew(ctx, db, job, q) }
     const handed = await handOutBatch(ctx, db, job, q)
     if (!handed) return { outcome: 'finished', job: await finish(ctx, db, job, 'completed', q.now) }
     return { outcome: 'handed', job: handed }
-  })
+  }, { durable: false }) // a step lost to a power failure is taken again: the batch is re-sent (replay is at least once)
 }
 
 async function renew(ctx: SqlContext, db: Db, job: ReplayJobRecord, q: ReplayStepRequest): Promise<ReplayJobRecord> {
   const { replay_jobs: r } = ctx.tables
   const [row] = await db.update(r).set({ lease_until: q.leaseUntil }).where(eq(r.id, job.id)).returning()
   return row as ReplayJobRecord
+}
+
+async function renewWhenDue(ctx: SqlContext, db: Db, job: ReplayJobRecord, q: ReplayStepRequest): Promise<ReplayJobRecord> {
+  const left = (job.lease_until?.getTime() ?? 0) - q.now.getTime()
+  return left < ((q.leaseUntil.getTime() - q.now.getTime()) * 2) / 3 ? renew(ctx, db, job, q) : job
+}
+
+/** A delivery of the batch handed out is still waiting for its attempt (a parked one included: its destination was disabled meanwhile). */
+async function batchWaiting(ctx: SqlContext, db: Db, job: ReplayJobRecord): Promise<boolean> {
+  const { deliveries: d } = ctx.tables
+  const [row] = await db
+    .select({ id: d.id })
+    .from(d)
+    .where(and(eq(d.replay_job, job.id), eq(d.status, 'pending'), or(isNull(d.last_attempt_at), lt(d.last_attempt_at, job.batch_started_at!))))
+    .limit(1)
+  return row !== undefined
 }
 
 async function finish(ctx: SqlContext, db: Db, job: ReplayJobRecord, status: 'completed' | 'cancelled', now: Date): Promise<ReplayJobRecord> {
@@ -162,16 +179,12 @@ async function finish(ctx: SqlContext, db: Db, job: ReplayJobRecord, status: 'co
 }
 
 /**
- * Count the batch handed out once every delivery of it was attempted since (or left the queue: its destination
- * was deleted); null while one is still waiting for its attempt. A parked delivery (the destination was disabled
- * meanwhile) keeps the job waiting until it is enabled again.
+ * Count the batch handed out, once every delivery of it was attempted since (or left the queue: its destination
+ * was deleted; see batchWaiting), and move the cursor past it.
  */
-async function countBatch(ctx: SqlContext, db: Db, job: ReplayJobRecord, now: Date): Promise<ReplayJobRecord | null> {
+async function countBatch(ctx: SqlContext, db: Db, job: ReplayJobRecord, now: Date): Promise<ReplayJobRecord> {
   const { deliveries: d, replay_jobs: r } = ctx.tables
-  const rows = await db.select({ status: d.status, last: d.last_attempt_at }).from(d).where(eq(d.replay_job, job.id))
-  const since = job.batch_started_at!.getTime()
-  const attempted = (x: (typeof rows)[number]) => x.status !== 'pending' || (x.last !== null && x.last.getTime() >= since)
-  if (!rows.every(attempted)) return null
+  const rows = await db.select({ status: d.status }).from(d).where(eq(d.replay_job, job.id))
   const failed = rows.filter((x) => x.status !== 'success').length
   await db.update(d).set({ replay_job: null }).where(deliveriesInIdOrder(ctx, db, eq(d.replay_job, job.id)))
   const [row] = await db
