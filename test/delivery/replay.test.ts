@@ -249,6 +249,41 @@ for (const kind of engineKinds()) {
       expect(await finished(d.id, alone.id)).toMatchObject({ status: 'completed', done: 30 })
     })
 
+    it('beside live traffic, a replay starts no attempt while the event loop is more than half busy', async () => {
+      const d = await hook('/slow-busy', ['t12.old'])
+      await hook('/live-busy', ['t12.live'])
+      await outflow.publishMany(Array.from({ length: 20 }, () => ({ tenant_id: T, topic: 't12.old', data: {} })))
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success', limit: 100 })).models.length === 20, 10_000, 'the first deliveries recorded')
+      let pumping = true
+      const pump = (async () => {
+        while (pumping) {
+          await outflow.publish({ tenant_id: T, topic: 't12.live', data: {} })
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+      })()
+      // The event loop busy 40 ms of every 50.
+      const spinner = setInterval(() => {
+        const until = performance.now() + 40
+        while (performance.now() < until);
+      }, 10)
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        const before = receiver.on('/slow-busy').length
+        const job = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
+        await waitFor(() => steps.some((s) => s.request.id === job.id && s.step.outcome === 'handed'), 10_000, 'the batch handed out')
+        await new Promise((resolve) => setTimeout(resolve, 1_500))
+        // The first sample of the loop is taken when the batch arrives: up to 2 may start before it.
+        expect(receiver.on('/slow-busy').length - before).toBeLessThanOrEqual(2)
+        clearInterval(spinner)
+        expect(await finished(d.id, job.id)).toMatchObject({ status: 'completed', done: 20 })
+        expect(receiver.on('/slow-busy').length - before).toBe(20)
+      } finally {
+        clearInterval(spinner)
+        pumping = false
+        await pump
+      }
+    })
+
     it('a live delivery to the destination being replayed goes ahead of the replayed ones queued for it', async () => {
       const d = await hook('/slow-shared', ['t11'])
       const old = await outflow.publishMany(Array.from({ length: 100 }, () => ({ tenant_id: T, topic: 't11', data: {} })))
