@@ -1,43 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { type Outflow } from '../../src/engine.js'
 import pg from 'postgres'
 import { postgres } from '../../src/storage/postgres.js'
 import { encryptionKey } from '../support/engines.js'
+import { killScaleInstances, startScaleInstance } from '../support/scale-instances.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 
-const worker = join(import.meta.dirname, '../fixtures/scale-worker.ts')
 const EVENTS = 5000
 const DESTINATIONS = 5
-
-interface Instance {
-  proc: ChildProcess
-  delivered: number
-  ready: Promise<void>
-  exited: Promise<unknown>
-}
-
-function startInstance(url: string, leaseMs: number): Instance {
-  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, String(leaseMs), encryptionKey], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const instance: Instance = { proc, delivered: 0, ready: undefined as never, exited: new Promise((r) => proc.on('exit', r)) }
-  instance.ready = new Promise((resolve) => {
-    let buffer = ''
-    proc.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString()
-      const lines = buffer.split('\n')
-      buffer = lines.pop()!
-      for (const line of lines) {
-        if (line === 'ready') resolve()
-        const m = /^delivered (\d+)$/.exec(line)
-        if (m) instance.delivered = Number(m[1])
-      }
-    })
-  })
-  return instance
-}
 
 /** A publish-only engine (like an API server) on the shared database, with the tenant and 5 destinations. */
 async function setUp(url: string, receiverUrl: string): Promise<Outflow> {
@@ -72,11 +44,8 @@ describe.runIf(postgresAvailable)('many engines on one Postgres', () => {
     cleanups.push(db.drop)
     const publisher = await setUp(db.url, receiver.url)
     cleanups.push(() => publisher.close())
-    const instances = [0, 1, 2].map(() => startInstance(db.url, 30_000))
-    cleanups.push(async () => {
-      for (const i of instances) i.proc.kill('SIGKILL')
-      await Promise.all(instances.map((i) => i.exited))
-    })
+    const instances = [0, 1, 2].map(() => startScaleInstance(db.url, 30_000))
+    cleanups.push(() => killScaleInstances(instances))
     await Promise.all(instances.map((i) => i.ready))
     await publishAll(publisher)
     await waitFor(() => tally(receiver.received).distinct >= EVENTS * DESTINATIONS, 120_000, 'all 25,000 deliveries')
@@ -104,11 +73,8 @@ describe.runIf(postgresAvailable)('many engines on one Postgres', () => {
     cleanups.push(db.drop)
     const publisher = await setUp(db.url, receiver.url)
     cleanups.push(() => publisher.close())
-    const instances = [0, 1, 2].map(() => startInstance(db.url, 2_000))
-    cleanups.push(async () => {
-      for (const i of instances) i.proc.kill('SIGKILL')
-      await Promise.all(instances.map((i) => i.exited))
-    })
+    const instances = [0, 1, 2].map(() => startScaleInstance(db.url, 2_000))
+    cleanups.push(() => killScaleInstances(instances))
     await Promise.all(instances.map((i) => i.ready))
     await publishAll(publisher)
     await waitFor(() => instances[0]!.delivered >= 200, 60_000, 'the first instance to be busy')

@@ -1,24 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { join } from 'node:path'
 import pg from 'postgres'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { encryptionKey } from '../support/engines.js'
+import { killScaleInstances, startScaleInstance } from '../support/scale-instances.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 // Ordered (FIFO) delivery across engine processes sharing one Postgres, through random failures and a SIGKILL.
 
-const worker = join(import.meta.dirname, '../fixtures/scale-worker.ts')
 const EVENTS = 10_000
 const KEYS = 20
-
-function startInstance(url: string): { proc: ChildProcess; ready: Promise<void>; exited: Promise<unknown> } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, '2000', encryptionKey], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const ready = new Promise<void>((resolve) => proc.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve()))
-  return { proc, ready, exited: new Promise((r) => proc.on('exit', r)) }
-}
 
 describe.runIf(postgresAvailable)('ordered delivery across engine processes: postgres', () => {
   const cleanups: (() => Promise<unknown>)[] = []
@@ -54,11 +46,8 @@ describe.runIf(postgresAvailable)('ordered delivery across engine processes: pos
       config: { url: `${receiver.url}/fifo` },
       delivery: { ordering: 'fifo', ordering_key: 'data.key', schedule: [20], max_attempts: 100 },
     })
-    const instances = [0, 1, 2].map(() => startInstance(db.url))
-    cleanups.push(async () => {
-      for (const i of instances) i.proc.kill('SIGKILL')
-      await Promise.all(instances.map((i) => i.exited))
-    })
+    const instances = [0, 1, 2].map(() => startScaleInstance(db.url, 2_000))
+    cleanups.push(() => killScaleInstances(instances))
     await Promise.all(instances.map((i) => i.ready))
     for (let i = 0; i < EVENTS; i += 500)
       await api.publishMany(Array.from({ length: 500 }, (_, j) => ({ tenant_id: 'o', topic: 'order.created', data: { key: `k${(i + j) % KEYS}`, n: i + j } })))

@@ -1,30 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { join } from 'node:path'
 import pg from 'postgres'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import type { Outflow } from '../../src/engine.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { encryptionKey } from '../support/engines.js'
+import { killScaleInstances, startScaleInstance } from '../support/scale-instances.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 // Replay jobs run by engine processes sharing one Postgres: no job runs on two instances at once, and a
 // job whose instance is SIGKILLed is finished by another from where it stood.
-
-const worker = join(import.meta.dirname, '../fixtures/scale-worker.ts')
-
-interface Instance {
-  proc: ChildProcess
-  ready: Promise<void>
-  exited: Promise<unknown>
-}
-
-function startInstance(url: string, leaseMs: number): Instance {
-  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, String(leaseMs), encryptionKey], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const ready = new Promise<void>((resolve) => proc.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve()))
-  return { proc, ready, exited: new Promise((r) => proc.on('exit', r)) }
-}
 
 /** An API-only engine with the tenant and `count` destinations, each with `events` skipped deliveries (published while disabled). */
 async function setUp(url: string, receiverUrl: string, count: number, events: number): Promise<Outflow> {
@@ -64,11 +49,8 @@ describe.runIf(postgresAvailable)('replay across engine processes on one Postgre
     cleanups.push(db.drop)
     const api = await setUp(db.url, receiver.url, 3, EVENTS)
     cleanups.push(() => api.close())
-    const instances = [0, 1, 2].map(() => startInstance(db.url, 30_000))
-    cleanups.push(async () => {
-      for (const i of instances) i.proc.kill('SIGKILL')
-      await Promise.all(instances.map((i) => i.exited))
-    })
+    const instances = [0, 1, 2].map(() => startScaleInstance(db.url, 30_000))
+    cleanups.push(() => killScaleInstances(instances))
     await Promise.all(instances.map((i) => i.ready))
     const jobs = await api.replayTenant('r', { since: '2000-01-01T00:00:00Z', status: 'skipped' })
     expect(jobs.map((j) => [j.destination_id, j.matched]).sort()).toEqual([['d0', EVENTS], ['d1', EVENTS], ['d2', EVENTS]])
@@ -89,12 +71,9 @@ describe.runIf(postgresAvailable)('replay across engine processes on one Postgre
     cleanups.push(db.drop)
     const api = await setUp(db.url, receiver.url, 1, EVENTS)
     cleanups.push(() => api.close())
-    const first = startInstance(db.url, 2_000)
+    const first = startScaleInstance(db.url, 2_000)
     const instances = [first]
-    cleanups.push(async () => {
-      for (const i of instances) i.proc.kill('SIGKILL')
-      await Promise.all(instances.map((i) => i.exited))
-    })
+    cleanups.push(() => killScaleInstances(instances))
     await first.ready
     const job = await api.replayDestination('r', 'd0', { since: '2000-01-01T00:00:00Z', status: 'skipped' })
     await waitFor(async () => (await api.getReplay('r', 'd0', job.id)).done >= 600, 60_000, 'the replay under way')
@@ -104,7 +83,7 @@ describe.runIf(postgresAvailable)('replay across engine processes on one Postgre
     cleanups.push(() => sql.end())
     const [stopped] = await sql<{ done: number; lease_owner: string }[]>`select done, lease_owner from replay_jobs where id = ${job.id}`
     expect(stopped!.done).toBeLessThan(EVENTS)
-    const second = startInstance(db.url, 2_000)
+    const second = startScaleInstance(db.url, 2_000)
     instances.push(second)
     await second.ready
     await waitFor(async () => (await api.getReplay('r', 'd0', job.id)).status === 'completed', 120_000, 'the replay finished by the second instance')
