@@ -55,10 +55,12 @@ for (const kind of storageKinds()) {
       expect(after).toEqual([0, 0, 20])
     })
 
-    it('defaults the burst to a tenth of a second of tokens, at least one', async () => {
+    it('defaults the burst to half a second of tokens, at least one', async () => {
       const storage = await kind.open()
-      expect((await storage.takeTokens('t', 'fifty', { per_second: 50 }, 100, t0)).taken).toBe(5)
-      expect((await storage.takeTokens('t', 'two', { per_second: 2 }, 100, t0)).taken).toBe(1)
+      expect((await storage.takeTokens('t', 'fifty', { per_second: 50 }, 100, t0)).taken).toBe(25)
+      expect((await storage.takeTokens('t', 'three', { per_second: 3 }, 100, t0)).taken).toBe(2)
+      expect((await storage.takeTokens('t', 'one', { per_second: 1 }, 100, t0)).taken).toBe(1)
+      expect((await storage.takeTokens('t', 'slow', { per_second: 0.1 }, 100, t0)).taken).toBe(1)
     })
 
     it('keeps one bucket per destination and tenant', async () => {
