@@ -59,7 +59,7 @@ export function createSqlStorage(
     advanceReplayJob: (q) => replays.advanceReplayJob(ctx, q),
     releaseReplayJobs: (owner) => replays.releaseReplayJobs(ctx, owner),
     skippedDeliveries: (t, d) => replays.skippedDeliveries(ctx, t, d),
-    takeToken: (t, d, limit, now) => rate.takeToken(ctx, t, d, limit, now),
+    takeTokens: (t, d, limit, count, now) => rate.takeTokens(ctx, t, d, limit, count, now),
     promoteWaitingDeliveries: (now) => ordering.promoteWaiting(ctx, now),
     insertPortalCode: (code, now) => portal.insertPortalCode(ctx, code, now),
     takePortalCode: (hash) => portal.takePortalCode(ctx, hash),

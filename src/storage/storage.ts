@@ -147,10 +147,10 @@ export interface Storage {
   // --- rate limits (recovery issue) ------------------------------------------------------------
   /**
    * Refill the destination's token bucket for the time since its last refill (`per_second`, up to the burst)
-   * and take one token, in one transaction every instance serialises on: `waitMs` 0 when taken, else how
-   * long until the next token.
+   * and take up to `count` tokens (never more than the burst), atomically with respect to every instance's
+   * takes: how many it gave (0..count) and how long until the next token.
    */
-  takeToken(tenantId: string, destinationId: string, limit: RateLimit, now: Date): Promise<{ waitMs: number }>
+  takeTokens(tenantId: string, destinationId: string, limit: RateLimit, count: number, now: Date): Promise<TokensTaken>
 
   // --- metrics (operations issue) ---------------------------------------------------------------
   /**
@@ -188,6 +188,12 @@ export interface Storage {
   queueStats(now: Date): Promise<QueueStats>
   /** A trivial round trip: resolves when the database answers. */
   ping(): Promise<void>
+}
+
+/** What a take from a rate-limit bucket gave: `taken` tokens, and `waitMs` until the bucket has another one (0: it has). */
+export interface TokensTaken {
+  taken: number
+  waitMs: number
 }
 
 /** The host's SQLite connection, inside its own transaction: each call runs synchronously on it. */
