@@ -1,22 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { encryptionKey } from '../support/engines.js'
+import { killScaleInstances, startScaleInstance } from '../support/scale-instances.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 // A destination's rate limit holds across engine processes sharing one Postgres (a token bucket in the
 // database), while an unlimited destination on the same engines runs at full speed.
-
-const worker = join(import.meta.dirname, '../fixtures/scale-worker.ts')
-
-function startInstance(url: string): { proc: ChildProcess; ready: Promise<void>; exited: Promise<unknown> } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', worker, url, '30000', encryptionKey], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const ready = new Promise<void>((resolve) => proc.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve()))
-  return { proc, ready, exited: new Promise((r) => proc.on('exit', r)) }
-}
 
 describe.runIf(postgresAvailable)('per-destination rate limit across engine processes: postgres', () => {
   const cleanups: (() => Promise<unknown>)[] = []
@@ -34,11 +25,8 @@ describe.runIf(postgresAvailable)('per-destination rate limit across engine proc
     await api.upsertTenant('rl', {})
     await api.createDestination('rl', { id: 'limited', type: 'webhook', topics: ['slow'], config: { url: `${receiver.url}/limited` }, delivery: { rate_limit: { per_second: 50 } } })
     await api.createDestination('rl', { id: 'free', type: 'webhook', topics: ['fast'], config: { url: `${receiver.url}/free` } })
-    const instances = [0, 1, 2].map(() => startInstance(db.url))
-    cleanups.push(async () => {
-      for (const i of instances) i.proc.kill('SIGKILL')
-      await Promise.all(instances.map((i) => i.exited))
-    })
+    const instances = [0, 1, 2].map(() => startScaleInstance(db.url, 30_000))
+    cleanups.push(() => killScaleInstances(instances))
     await Promise.all(instances.map((i) => i.ready))
     for (let i = 0; i < 1000; i += 500) await api.publishMany(Array.from({ length: 500 }, (_, j) => ({ tenant_id: 'rl', topic: 'slow', data: { n: i + j } })))
     await api.publishMany(Array.from({ length: 500 }, (_, n) => ({ tenant_id: 'rl', topic: 'fast', data: { n } })))
