@@ -34,6 +34,8 @@ export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliverie
 }
 
 export async function claimDueDeliveries(ctx: SqlContext, q: ClaimRequest): Promise<ClaimedDelivery[]> {
+  const { hotPath } = ctx
+  if (hotPath.claimDueDeliveries) return ctx.transaction(async (db) => hotPath.claimDueDeliveries!(db, q), { durable: false })
   const { deliveries } = ctx.tables
   const due = and(
     eq(deliveries.status, 'pending'),
@@ -112,6 +114,8 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
 }
 
 export async function extendLeases(ctx: SqlContext, owner: string, ids: string[], leaseUntil: Date): Promise<number> {
+  const { hotPath } = ctx
+  if (hotPath.extendLeases) return ctx.run(async (db) => hotPath.extendLeases!(db, owner, ids, leaseUntil))
   const { deliveries } = ctx.tables
   let extended = 0
   for (let i = 0; i < ids.length; i += 1000) {
@@ -128,6 +132,8 @@ export async function extendLeases(ctx: SqlContext, owner: string, ids: string[]
 }
 
 export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string[]): Promise<number> {
+  const { hotPath } = ctx
+  if (hotPath.releaseLeases) return ctx.run(async (db) => hotPath.releaseLeases!(db, owner, ids))
   const { deliveries } = ctx.tables
   const rows = await ctx.run((db) =>
     db

@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import type { HotPath } from './sql-context.js'
+import { sqliteLeases } from './sqlite-leases.js'
 import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
 
 /**
@@ -44,6 +45,7 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   )
 
   return {
+    ...sqliteLeases(client),
     insertEvents: (_db, items) => insertEvents(items),
     writeAttempts(_db, writes) {
       for (const { attempt: a, delivery: d } of writes) {

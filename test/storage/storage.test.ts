@@ -322,6 +322,41 @@ for (const kind of storageKinds()) {
         expect(mine(await s.claimDueDeliveries({ owner: 'B', now: at(1000), leaseUntil: at(2000), limit: 100 }))).toEqual(['dlv-w100'])
       })
 
+      it('claims the earliest due first up to the limit, each with its event as stored; a release without ids gives back all of an owner\'s leases', async () => {
+        await s.upsertTenant('t-o', {}, t0)
+        await s.insertDestination(destination('t-o', 'd'))
+        // Due long before every other test's rows, so these are the only ones due at `now`.
+        const base = -3e12
+        const data = { nested: { list: [1, 'two', null] }, n: 1.5 }
+        await s.insertEvents(
+          [300, 100, 200].map((ms) => ({
+            event: { ...event('t-o', `o${ms}`, base), data: ms === 100 ? data : null, metadata: { k: 'v', n: String(ms) }, eligible_for_retry: ms !== 200 },
+            deliveries: [{ id: `dlv-o${ms}`, destination_id: 'd', next_attempt_at: at(base + ms) }],
+          })),
+        )
+        const now = at(base + 1000)
+        const first = await s.claimDueDeliveries({ owner: 'R1', now, leaseUntil: at(base + 5000), limit: 2 })
+        expect(first.map((c) => c.id).sort()).toEqual(['dlv-o100', 'dlv-o200'])
+        expect(first.find((c) => c.id === 'dlv-o100')).toEqual({
+          id: 'dlv-o100',
+          tenant_id: 't-o',
+          event_id: 'o100',
+          destination_id: 'd',
+          attempt_count: 0,
+          manual: false,
+          order_key: null,
+          event: { tenant_id: 't-o', id: 'o100', topic: 'order.created', time: at(base), data, metadata: { k: 'v', n: '100' }, eligible_for_retry: true, created_at: at(base) },
+        })
+        expect(first.find((c) => c.id === 'dlv-o200')!.event).toMatchObject({ data: null, eligible_for_retry: false })
+        expect((await s.claimDueDeliveries({ owner: 'R1', now, leaseUntil: at(base + 5000), limit: 10 })).map((c) => c.id)).toEqual(['dlv-o300'])
+        expect(await s.releaseLeases('R1')).toBe(3)
+        expect((await s.claimDueDeliveries({ owner: 'R2', now, leaseUntil: at(base + 5000), limit: 10 })).map((c) => c.id).sort()).toEqual(['dlv-o100', 'dlv-o200', 'dlv-o300'])
+        expect(await s.releaseLeases('R1')).toBe(0)
+        expect(await s.extendLeases('R2', [], at(base + 9000))).toBe(0)
+        // Not due for the tests after this one.
+        await s.holdDeliveries(['dlv-o100', 'dlv-o200', 'dlv-o300'], true)
+      })
+
       it('writing an attempt that is already recorded changes nothing (the worker writes again after a failed write)', async () => {
         await s.upsertTenant('t-again', {}, t0)
         await s.insertDestination(destination('t-again', 'd'))
