@@ -219,7 +219,7 @@ export class DeliveryWorker {
     const now = this.#ctx.now()
     const dueSince = this.#claimWindow.next()
     const claimed = await this.#ctx.storage.claimDueDeliveries({ owner: this.id, now, leaseUntil: new Date(now.getTime() + leaseMs), limit: room, dueSince })
-    this.#claimWindow.claimed(dueSince, now, claimed.length, room)
+    this.#claimWindow.claimed(dueSince, now, claimed, room)
     this.enqueue(claimed)
     return claimed.length
   }

@@ -70,6 +70,7 @@ async function loadClaimed(ctx: SqlContext, db: Db, ids: string[]): Promise<Clai
     manual: d.manual,
     ...(d.replay_job ? { replay: true } : {}),
     order_key: d.order_key,
+    due_at: d.next_attempt_at!,
     event: e as EventRecord,
   }))
 }

@@ -18,7 +18,7 @@ export function sqliteLeases(client: BetterSqlite3.Database): Required<Pick<HotP
   const lease = client.prepare(`update deliveries set lease_owner = ?, lease_until = ? where id ${ids}`)
   const load = client.prepare(
     `select d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.manual, d.replay_job, d.order_key,
-       e.topic, e.time, e.data, e.metadata, e.eligible_for_retry, e.created_at
+       d.next_attempt_at, e.topic, e.time, e.data, e.metadata, e.eligible_for_retry, e.created_at
      from deliveries d inner join events e on e.tenant_id = d.tenant_id and e.id = d.event_id
      where d.id ${ids}`,
   )
@@ -49,6 +49,7 @@ interface ClaimedRow {
   manual: number
   replay_job: string | null
   order_key: string | null
+  next_attempt_at: number
   topic: string
   time: number
   data: string
@@ -68,6 +69,7 @@ function claimedDelivery(r: ClaimedRow): ClaimedDelivery {
     manual: r.manual === 1,
     ...(r.replay_job ? { replay: true } : {}),
     order_key: r.order_key,
+    due_at: new Date(r.next_attempt_at),
     event: {
       tenant_id: r.tenant_id,
       id: r.event_id,

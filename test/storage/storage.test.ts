@@ -345,6 +345,7 @@ for (const kind of storageKinds()) {
           attempt_count: 0,
           manual: false,
           order_key: null,
+          due_at: at(base + 100),
           event: { tenant_id: 't-o', id: 'o100', topic: 'order.created', time: at(base), data, metadata: { k: 'v', n: '100' }, eligible_for_retry: true, created_at: at(base) },
         })
         expect(first.find((c) => c.id === 'dlv-o200')!.event).toMatchObject({ data: null, eligible_for_retry: false })
