@@ -92,6 +92,11 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
     // Fixed order, so instances updating the same destinations cannot deadlock.
     const ordered = [...streaks.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, s]) => s)
     for (const s of ordered) {
+      if (ctx.hotPath.updateStreak) {
+        const n = ctx.hotPath.updateStreak(db, s)
+        if (n !== null) result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: n })
+        continue
+      }
       const match = and(eq(destinations.tenant_id, s.tenant_id), eq(destinations.id, s.destination_id))
       if (s.reset && s.failures === 0) {
         // The common case, a success on a healthy destination: no write, so no lock on a hot row.

@@ -44,8 +44,23 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
      where id = ?`,
   )
 
+  // Failure streaks (recordAttempts): a success on a healthy destination writes nothing, so it locks no hot row.
+  const resetStreak = client.prepare(`update destinations set consecutive_failures = 0 where tenant_id = ? and id = ? and consecutive_failures <> 0`)
+  const setStreak = client.prepare(`update destinations set consecutive_failures = ? where tenant_id = ? and id = ? returning consecutive_failures`).pluck()
+  const addStreak = client
+    .prepare(`update destinations set consecutive_failures = consecutive_failures + ? where tenant_id = ? and id = ? returning consecutive_failures`)
+    .pluck()
+
   return {
     ...sqliteLeases(client),
+    updateStreak(_db, s) {
+      if (s.reset && s.failures === 0) {
+        resetStreak.run(s.tenant_id, s.destination_id)
+        return 0
+      }
+      const n = (s.reset ? setStreak : addStreak).get(s.failures, s.tenant_id, s.destination_id) as number | undefined
+      return n ?? null
+    },
     insertEvents: (_db, items) => insertEvents(items),
     writeAttempts(_db, writes) {
       for (const { attempt: a, delivery: d } of writes) {

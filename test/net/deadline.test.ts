@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { getEventListeners } from 'node:events'
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { deadlineShareMs, startDeadline, untilAborted } from '../../src/net/deadline.js'
 import { closeHttpClients, DeliveryError, sendHttp } from '../../src/net/http-client.js'
 
@@ -85,6 +85,13 @@ describe('startDeadline with HTTP requests', () => {
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  // Time stands still for the deadlines (only): the ones a test starts share one signal however loaded the machine.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['performance'] })
+  })
+  afterEach(() => {
+    vi.useRealTimers()
   })
   afterAll(async () => {
     await closeHttpClients()

@@ -411,6 +411,24 @@ for (const kind of storageKinds()) {
         expect(attempts[1]).toMatchObject({ status: 'success', response_status_code: 200, response_headers: { a: 'b' }, duration_ms: 3 })
       })
 
+      it('sets a failure streak to the failures after the batch\'s last success, and reports none for a gone destination', async () => {
+        await s.upsertTenant('t-st', {}, t0)
+        await s.insertDestination(destination('t-st', 'd'))
+        await s.insertDestination(destination('t-st', 'gone'))
+        const ids = ['s1', 's2', 's3', 's4', 's5']
+        await s.insertEvents(ids.map((e) => ({ event: event('t-st', e), deliveries: [{ id: `dlv-${e}`, destination_id: e === 's5' ? 'gone' : 'd', next_attempt_at: t0 }] })))
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s1', 's1', 'd', false, 1), attempted('t-st', 'dlv-s2', 's2', 'd', false, 2)])).toEqual([
+          { tenant_id: 't-st', destination_id: 'd', consecutive_failures: 2 },
+        ])
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s3', 's3', 'd', true, 3), attempted('t-st', 'dlv-s4', 's4', 'd', false, 4)])).toEqual([
+          { tenant_id: 't-st', destination_id: 'd', consecutive_failures: 1 },
+        ])
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s1', 's1', 'd', true, 5)])).toEqual([{ tenant_id: 't-st', destination_id: 'd', consecutive_failures: 0 }])
+        expect((await s.getDestination('t-st', 'd'))!.consecutive_failures).toBe(0)
+        expect(await s.deleteDestination('t-st', 'gone')).toBe(true)
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s5', 's5', 'gone', false, 6)])).toEqual([])
+      })
+
       it('admin listing filters by tenant, topic and destination', async () => {
         await s.upsertTenant('t-a1', {}, t0)
         await s.upsertTenant('t-a2', {}, t0)
