@@ -122,6 +122,35 @@ describe('startDeadline with HTTP requests', () => {
     }
   })
 
+  it('lets go of the signal after a failed exchange too', async () => {
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const port = (closed.address() as AddressInfo).port
+    await new Promise((resolve) => closed.close(resolve))
+    const deadline = startDeadline(30_000)
+    const failed = await sendHttp(`http://127.0.0.1:${port}/`, { method: 'POST', headers: {}, body: '{}' }, { allowPrivateNetworks: true, signal: deadline.signal }).catch((err: unknown) => err)
+    deadline.clear()
+    expect(failed).toMatchObject({ kind: 'connection_refused' })
+    expect(getEventListeners(deadline.signal, 'abort')).toHaveLength(0)
+  })
+
+  it('sends nothing once the deadline has passed', async () => {
+    let requests = 0
+    const counting = createServer((_req, res) => (requests++, res.end('ok')))
+    await new Promise<void>((resolve) => counting.listen(0, '127.0.0.1', resolve))
+    try {
+      const controller = new AbortController()
+      controller.abort(new DeliveryError('timeout', 'no complete response within 5 ms'))
+      const failed = await sendHttp(`http://127.0.0.1:${(counting.address() as AddressInfo).port}/`, { method: 'POST', headers: {}, body: '{}' }, { allowPrivateNetworks: true, signal: controller.signal }).catch(
+        (err: unknown) => err,
+      )
+      expect(failed).toMatchObject({ kind: 'timeout', message: 'no complete response within 5 ms' })
+      expect(requests).toBe(0)
+    } finally {
+      await new Promise((resolve) => counting.close(resolve))
+    }
+  })
+
   it('ends a request that outlives its limit as a timeout naming the limit, while one sharing its signal completed', async () => {
     const fast = startDeadline(150)
     const late = startDeadline(150)
