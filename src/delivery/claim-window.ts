@@ -13,8 +13,11 @@ const marginMs = 1_000
  * every claim then read every delivery finished since (fault scenario 7, held xmin: 7,000 buffers a claim
  * after two minutes at 170 deliveries/s). So one claim per pollIntervalMs scans the whole index; the
  * others (woken by a publish, a NOTIFY, a full batch) start a second before the due time at which the
- * last claim found the queue caught up. What a windowed claim cannot see (an expired or released lease,
- * a late commit) the next full claim finds, as the poll did before.
+ * last claim found the queue caught up. While a backlog lasts (a claim took all it asked for), the next one
+ * starts at the latest due time of that batch (at the latest a second before now): the batch took every
+ * claimable delivery due before it, so claims do not scan again and again the deliveries this worker holds.
+ * What a windowed claim cannot see (an expired or released lease, a late commit) the next full claim
+ * finds, as the poll did before.
  */
 export class ClaimWindow {
   #fullAt = 0
@@ -30,13 +33,19 @@ export class ClaimWindow {
     return this.#from === undefined || Date.now() - this.#fullAt >= this.#pollIntervalMs ? undefined : this.#from
   }
 
-  /** A claim made with `dueSince` (from `next()`) at `now` took `count` deliveries of the `room` it asked for. */
-  claimed(dueSince: Date | undefined, now: Date, count: number, room: number): void {
+  /** A claim made with `dueSince` (from `next()`) at `now` took `claimed` of the `room` it asked for. */
+  claimed(dueSince: Date | undefined, now: Date, claimed: readonly { due_at?: Date }[], room: number): void {
     if (dueSince === undefined) this.#fullAt = Date.now()
     // Caught up: nothing claimable was due before now in the range scanned.
-    if (count < room) this.#from = new Date(now.getTime() - marginMs)
-    // A full batch of the whole index: more may be due from the oldest on, so scan it whole again. (A full
-    // windowed batch keeps its window: the rest is due after these.)
+    if (claimed.length < room) {
+      this.#from = new Date(now.getTime() - marginMs)
+      return
+    }
+    // A full batch: the rest is due at or after its latest due time (ties included), or at the margin before now
+    // if that is earlier, as when caught up. A storage that does not say when its deliveries fell due: a full
+    // batch of the whole index is scanned whole again; a windowed one keeps its window.
+    const due = claimed.map((c) => c.due_at?.getTime() ?? Number.NaN)
+    if (!due.some(Number.isNaN)) this.#from = new Date(Math.min(Math.max(...due), now.getTime() - marginMs))
     else if (dueSince === undefined) this.#from = undefined
   }
 }

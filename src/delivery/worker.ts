@@ -1,4 +1,3 @@
-import PQueue from 'p-queue'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { performance } from 'node:perf_hooks'
 import { destinationType } from '../destinations/registry.js'
@@ -14,6 +13,7 @@ import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { ClaimWindow } from './claim-window.js'
 import { RateLimiter } from './rate-limiter.js'
+import { TaskQueue } from './task-queue.js'
 import { retryPolicy } from './retry-schedule.js'
 import { logAttempt } from './attempt-log.js'
 import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
@@ -56,8 +56,8 @@ export type QueuedDelivery = ClaimedDelivery & { trace?: TraceLink }
 export class DeliveryWorker {
   readonly id = newId('wrk')
   readonly #ctx: DeliveryContext
-  readonly #global: PQueue
-  readonly #perDestination = new Map<string, PQueue>()
+  readonly #global: TaskQueue
+  readonly #perDestination = new Map<string, TaskQueue>()
   /** Deliveries this worker holds (queued or in flight), so the claim loop never takes them twice. */
   readonly #held = new Map<string, ClaimedDelivery>()
   /** Attempts past their start (destination read, publish, result), by delivery id. */
@@ -66,7 +66,8 @@ export class DeliveryWorker {
   readonly #dropped = new Set<string>()
   readonly #maxHeld: number
   readonly #limiter: RateLimiter
-  readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number }>()
+  /** Destination reads by key; `read` once the read has answered (what most attempts use, without waiting). */
+  readonly #destinations = new Map<string, { record: Promise<DestinationRecord | null>; at: number; read?: { record: DestinationRecord | null } }>()
   readonly #publishers = new Map<string, { publisher: Promise<Publisher>; version: number }>()
   #writes: RecordedAttempt[] = []
   #writing?: Promise<void>
@@ -98,7 +99,7 @@ export class DeliveryWorker {
   constructor(ctx: DeliveryContext) {
     this.#ctx = ctx
     const { concurrency, batchSize } = ctx.options.delivery
-    this.#global = new PQueue({ concurrency })
+    this.#global = new TaskQueue(concurrency)
     this.#claimWindow = new ClaimWindow(ctx.options.delivery.pollIntervalMs)
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
     this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
@@ -159,20 +160,14 @@ export class DeliveryWorker {
     // A slow destination holds at most perDestinationConcurrency of the global slots; a rate-limited one
     // waits for its token before it takes one. In both queues a replay fills the slots live traffic leaves:
     // queued live attempts start first.
+    const start = () => this.#global.add(() => this.#start(d), { priority: d.replay ? -1 : 0 })
+    const task = () => (this.#rateLimitFree(d) ? start() : this.#rateLimited(d).then(start))
     if (!d.replay) {
-      void queue.add(async () => {
-        await this.#rateLimited(d)
-        return this.#global.add(() => this.#start(d))
-      })
+      void queue.add(task)
       return
     }
     // A replayed delivery's slot is free again once its attempt ended (its result is written later).
-    void queue
-      .add(async () => {
-        await this.#rateLimited(d)
-        return this.#global.add(() => this.#start(d), { priority: -1 })
-      }, { priority: -1 })
-      .finally(() => this.#replayEnded(d.id))
+    void queue.add(task, { priority: -1 }).finally(() => this.#replayEnded(d.id))
   }
 
   #replayEnded(id: string): void {
@@ -232,6 +227,12 @@ export class DeliveryWorker {
     else this.#replayEnded(id)
   }
 
+  /** Whether the delivery can take a global slot without waiting: its destination is read and has no rate limit. */
+  #rateLimitFree(d: ClaimedDelivery): boolean {
+    const read = this.#destinationRead(d.tenant_id, d.destination_id)
+    return read !== undefined && !read.record?.delivery?.rate_limit
+  }
+
   /** Resolves when a delivery to a rate-limited destination may start (at once for any other). */
   async #rateLimited(d: ClaimedDelivery): Promise<void> {
     const limit = async () => {
@@ -251,12 +252,11 @@ export class DeliveryWorker {
     }
   }
 
-  #destinationQueue(k: string): PQueue {
-    const queue = new PQueue({ concurrency: this.#ctx.options.delivery.perDestinationConcurrency })
-    this.#perDestination.set(k, queue)
-    queue.on('idle', () => {
-      if (this.#perDestination.get(k) === queue && queue.size === 0 && queue.pending === 0) this.#perDestination.delete(k)
+  #destinationQueue(k: string): TaskQueue {
+    const queue: TaskQueue = new TaskQueue(this.#ctx.options.delivery.perDestinationConcurrency, () => {
+      if (this.#perDestination.get(k) === queue) this.#perDestination.delete(k)
     })
+    this.#perDestination.set(k, queue)
     return queue
   }
 
@@ -316,7 +316,7 @@ export class DeliveryWorker {
     const now = this.#ctx.now()
     const dueSince = this.#claimWindow.next()
     const claimed = await this.#ctx.storage.claimDueDeliveries({ owner: this.id, now, leaseUntil: new Date(now.getTime() + leaseMs), limit: room, dueSince })
-    this.#claimWindow.claimed(dueSince, now, claimed.length, room)
+    this.#claimWindow.claimed(dueSince, now, claimed, room)
     this.enqueue(claimed)
     return claimed.length
   }
@@ -409,9 +409,19 @@ export class DeliveryWorker {
     const cached = this.#destinations.get(k)
     if (cached && Date.now() - cached.at < destinationCacheMs) return cached.record
     const record = this.#ctx.storage.getDestination(tenantId, destinationId)
-    this.#destinations.set(k, { record, at: Date.now() })
-    record.catch(() => this.#destinations.delete(k))
+    const entry: { record: typeof record; at: number; read?: { record: DestinationRecord | null } } = { record, at: Date.now() }
+    this.#destinations.set(k, entry)
+    record.then(
+      (answer) => (entry.read = { record: answer }),
+      () => this.#destinations.get(k) === entry && this.#destinations.delete(k),
+    )
     return record
+  }
+
+  /** The destination's cached record if it has been read (null: gone), without waiting; undefined when it must be read. */
+  #destinationRead(tenantId: string, destinationId: string): { record: DestinationRecord | null } | undefined {
+    const cached = this.#destinations.get(key(tenantId, destinationId))
+    return cached && Date.now() - cached.at < destinationCacheMs ? cached.read : undefined
   }
 
   /** The cached publisher of a destination, replaced when the destination was updated. */
@@ -451,7 +461,7 @@ export class DeliveryWorker {
     let later = false
     try {
       if (this.#stopping) return // not started before close(): its lease is released
-      const destination = await this.#destination(d.tenant_id, d.destination_id)
+      const destination = this.#destinationRead(d.tenant_id, d.destination_id)?.record ?? (await this.#destination(d.tenant_id, d.destination_id))
       if (!destination || destination.disabled_at) {
         // Gone: cancel. Disabled: park until enabled. Neither is an attempt.
         await this.#ctx.storage.holdDeliveries([d.id], !destination, this.#ctx.now())

@@ -247,13 +247,29 @@ function activeSecrets(credentials: Record<string, unknown>, now: number): strin
   return secrets
 }
 
-/** Metadata as `x-outflow-<key>` headers; keys or values HTTP cannot carry are left out rather than failing the delivery. */
-function metadataHeaders(metadata: Record<string, string>): Record<string, string> {
-  const headers: Record<string, string> = {}
-  for (const [key, value] of Object.entries(metadata)) {
-    if (headerTokenPattern.test(key) && typeof value === 'string' && headerValuePattern.test(value)) headers[`x-outflow-${key.toLowerCase()}`] = value
+/** Header names of metadata keys (null: HTTP cannot carry it); the same few keys come with every delivery. */
+const metadataHeaderNames = new Map<string, string | null>()
+const maxMetadataHeaderNames = 1_000
+
+function metadataHeaderName(key: string): string | null {
+  let name = metadataHeaderNames.get(key)
+  if (name === undefined) {
+    // Keys are the publishers' own: bounded, so a stream of distinct ones cannot grow it without end.
+    if (metadataHeaderNames.size >= maxMetadataHeaderNames) metadataHeaderNames.clear()
+    name = headerTokenPattern.test(key) ? `x-outflow-${key.toLowerCase()}` : null
+    metadataHeaderNames.set(key, name)
   }
-  return headers
+  return name
+}
+
+/** Add metadata as `x-outflow-<key>` headers; keys or values HTTP cannot carry are left out rather than failing the delivery. */
+function addMetadataHeaders(headers: Record<string, string>, metadata: Record<string, string>): void {
+  for (const key in metadata) {
+    if (!Object.hasOwn(metadata, key)) continue
+    const value = metadata[key]
+    const name = metadataHeaderName(key)
+    if (name !== null && typeof value === 'string' && headerValuePattern.test(value)) headers[name] = value
+  }
 }
 
 function lowerCaseKeys(headers: Record<string, string> | undefined): Record<string, string> {
@@ -303,16 +319,14 @@ export const webhook: DestinationTypeDefinition = {
         const body = JSON.stringify(message.data ?? null)
         const timestamp = Math.floor(Date.now() / 1000)
         // Outflow's own headers come last so nothing else can replace the signature or framing.
-        const headers = {
-          ...customHeaders,
-          ...metadataHeaders(message.metadata),
-          ...message.trace_headers,
-          'content-type': 'application/json',
-          'user-agent': context.userAgent,
-          'webhook-id': message.id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body),
-        }
+        const headers: Record<string, string> = { ...customHeaders }
+        addMetadataHeaders(headers, message.metadata)
+        if (message.trace_headers) Object.assign(headers, message.trace_headers)
+        headers['content-type'] = 'application/json'
+        headers['user-agent'] = context.userAgent
+        headers['webhook-id'] = message.id
+        headers['webhook-timestamp'] = String(timestamp)
+        headers['webhook-signature'] = webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body)
         try {
           const response = await sendHttp(config.url, { method: 'POST', headers, body }, { allowPrivateNetworks: context.allowPrivateNetworks, signal })
           return httpAttemptResult(response)

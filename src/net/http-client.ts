@@ -1,5 +1,5 @@
-import type { Readable } from 'node:stream'
-import { Pool } from 'undici'
+import type { IncomingHttpHeaders } from 'node:http'
+import { Pool, type Dispatcher } from 'undici'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
 import { errorCodes, transportErrorKind } from './transport-error.js'
@@ -86,21 +86,77 @@ export async function closeHttpClients(): Promise<void> {
   await Promise.all(all.map((pool) => pool.close().catch(() => undefined)))
 }
 
-/** Read up to the limit and drain the rest, so the socket goes back to the pool; huge bodies close it instead. */
-async function readBody(body: Readable): Promise<string> {
-  const chunks: Buffer[] = []
-  let kept = 0
-  let seen = 0
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    seen += chunk.length
-    if (kept < RESPONSE_BODY_LIMIT) {
-      const part = chunk.subarray(0, RESPONSE_BODY_LIMIT - kept)
-      chunks.push(part)
-      kept += part.length
-    }
-    if (seen > DRAIN_LIMIT) break
+/**
+ * One exchange of sendHttp as undici's dispatcher reports it: the status, the headers and the body up to the
+ * limit, the rest drained so the socket goes back to the pool (or, past DRAIN_LIMIT, closed). request() would
+ * wrap each response in a Readable stream and an async resource, which cost more than parsing the response.
+ * `signal` aborts the exchange; its listener is removed once the exchange has ended.
+ */
+class ResponseCollector implements Dispatcher.DispatchHandler {
+  readonly #signal: AbortSignal
+  readonly #resolve: (response: HttpResponseSummary) => void
+  readonly #reject: (err: unknown) => void
+  #controller?: Dispatcher.DispatchController
+  #status = 0
+  #headers: IncomingHttpHeaders = {}
+  #chunks: Buffer[] = []
+  #kept = 0
+  #seen = 0
+  #ended = false
+  readonly #onAbort = () => this.#controller?.abort(this.#signal.reason as Error)
+
+  constructor(signal: AbortSignal, resolve: (response: HttpResponseSummary) => void, reject: (err: unknown) => void) {
+    this.#signal = signal
+    this.#resolve = resolve
+    this.#reject = reject
+    signal.addEventListener('abort', this.#onAbort, { once: true })
   }
-  return Buffer.concat(chunks).toString('utf8')
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Aborted while it waited for a socket: it ends before it is sent.
+    if (this.#signal.aborted) controller.abort(this.#signal.reason as Error)
+    else this.#controller = controller
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    // 1xx answers come before the response.
+    if (statusCode < 200) return
+    this.#status = statusCode
+    this.#headers = headers
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#seen += chunk.length
+    if (this.#kept < RESPONSE_BODY_LIMIT) {
+      const part = chunk.subarray(0, RESPONSE_BODY_LIMIT - this.#kept)
+      this.#chunks.push(part)
+      this.#kept += part.length
+    }
+    if (this.#seen > DRAIN_LIMIT) {
+      // What was kept is the answer; aborting closes the socket rather than read more.
+      this.onResponseEnd()
+      controller.abort(new Error('response body too large to drain'))
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.#end()) return
+    const chunks = this.#chunks
+    const body = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')
+    this.#resolve({ status: this.#status, headers: flattenHeaders(this.#headers), body })
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (!this.#end()) this.#reject(err)
+  }
+
+  /** True if the exchange had ended already. */
+  #end(): boolean {
+    if (this.#ended) return true
+    this.#ended = true
+    this.#signal.removeEventListener('abort', this.#onAbort)
+    return false
+  }
 }
 
 function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
@@ -149,16 +205,12 @@ export async function sendHttp(url: string, init: HttpRequestInit, options: Http
     const literal = ipLiteral(target.hostname)
     if (literal !== null && isPrivateAddress(literal)) throw new DeliveryError('ssrf', ssrfError(literal, literal).message)
   }
+  const { signal } = options
   try {
-    const response = await poolFor(target.origin, options.allowPrivateNetworks).request({
-      path: `${target.pathname}${target.search}`,
-      method: init.method,
-      headers: init.headers,
-      body: init.body,
-      signal: options.signal,
-    })
-    const body = await readBody(response.body)
-    return { status: response.statusCode, headers: flattenHeaders(response.headers), body }
+    if (signal.aborted) throw signal.reason
+    const pool = poolFor(target.origin, options.allowPrivateNetworks)
+    const request = { path: `${target.pathname}${target.search}`, method: init.method, headers: init.headers, body: init.body }
+    return await new Promise<HttpResponseSummary>((resolve, reject) => pool.dispatch(request, new ResponseCollector(signal, resolve, reject)))
   } catch (err) {
     throw toDeliveryError(err, options.signal)
   }

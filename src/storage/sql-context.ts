@@ -2,7 +2,7 @@ import { inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type { qualifiedPostgresTables } from './schema/postgres.js'
-import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
+import type { AttemptWrite, ClaimedDelivery, ClaimRequest, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
  * Both drivers run the same drizzle queries. The builder API is identical across dialects, so the
@@ -38,6 +38,18 @@ export interface HotPath {
   writeAttempts(db: Db, writes: AttemptWrite[]): Promise<void> | void
   /** One batch of old events with their deliveries and attempts (see Storage.pruneEvents), in the caller's transaction. */
   pruneEvents(db: Db, request: PruneRequest): Promise<PruneBatch> | PruneBatch
+  /**
+   * A destination's failure streak after a batch of attempts: `failures` more, or set to `failures` after a
+   * success (`reset`). The new value, or null when the destination is gone; 0 for a reset to 0, written only if
+   * it was not 0 already. In the caller's transaction; else the query builder's.
+   */
+  updateStreak?(db: Db, streak: { tenant_id: string; destination_id: string; failures: number; reset: boolean }): number | null
+  /** The worker's claim (see Storage.claimDueDeliveries), in the caller's transaction; else the query builder's. */
+  claimDueDeliveries?(db: Db, request: ClaimRequest): ClaimedDelivery[]
+  /** See Storage.extendLeases; else the query builder's. */
+  extendLeases?(db: Db, owner: string, ids: string[], leaseUntil: Date): number
+  /** See Storage.releaseLeases; else the query builder's. */
+  releaseLeases?(db: Db, owner: string, ids?: string[]): number
 }
 
 /**

@@ -34,6 +34,8 @@ export async function insertEvents(ctx: SqlContext, items: NewEventWithDeliverie
 }
 
 export async function claimDueDeliveries(ctx: SqlContext, q: ClaimRequest): Promise<ClaimedDelivery[]> {
+  const { hotPath } = ctx
+  if (hotPath.claimDueDeliveries) return ctx.transaction(async (db) => hotPath.claimDueDeliveries!(db, q), { durable: false })
   const { deliveries } = ctx.tables
   const due = and(
     eq(deliveries.status, 'pending'),
@@ -68,6 +70,7 @@ async function loadClaimed(ctx: SqlContext, db: Db, ids: string[]): Promise<Clai
     manual: d.manual,
     ...(d.replay_job ? { replay: true } : {}),
     order_key: d.order_key,
+    due_at: d.next_attempt_at!,
     event: e as EventRecord,
   }))
 }
@@ -89,6 +92,11 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
     // Fixed order, so instances updating the same destinations cannot deadlock.
     const ordered = [...streaks.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, s]) => s)
     for (const s of ordered) {
+      if (ctx.hotPath.updateStreak) {
+        const n = ctx.hotPath.updateStreak(db, s)
+        if (n !== null) result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: n })
+        continue
+      }
       const match = and(eq(destinations.tenant_id, s.tenant_id), eq(destinations.id, s.destination_id))
       if (s.reset && s.failures === 0) {
         // The common case, a success on a healthy destination: no write, so no lock on a hot row.
@@ -112,6 +120,8 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
 }
 
 export async function extendLeases(ctx: SqlContext, owner: string, ids: string[], leaseUntil: Date): Promise<number> {
+  const { hotPath } = ctx
+  if (hotPath.extendLeases) return ctx.run(async (db) => hotPath.extendLeases!(db, owner, ids, leaseUntil))
   const { deliveries } = ctx.tables
   let extended = 0
   for (let i = 0; i < ids.length; i += 1000) {
@@ -128,6 +138,8 @@ export async function extendLeases(ctx: SqlContext, owner: string, ids: string[]
 }
 
 export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string[]): Promise<number> {
+  const { hotPath } = ctx
+  if (hotPath.releaseLeases) return ctx.run(async (db) => hotPath.releaseLeases!(db, owner, ids))
   const { deliveries } = ctx.tables
   const rows = await ctx.run((db) =>
     db

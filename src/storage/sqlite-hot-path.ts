@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import type { HotPath } from './sql-context.js'
+import { sqliteLeases } from './sqlite-leases.js'
 import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
 
 /**
@@ -43,7 +44,23 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
      where id = ?`,
   )
 
+  // Failure streaks (recordAttempts): a success on a healthy destination writes nothing, so it locks no hot row.
+  const resetStreak = client.prepare(`update destinations set consecutive_failures = 0 where tenant_id = ? and id = ? and consecutive_failures <> 0`)
+  const setStreak = client.prepare(`update destinations set consecutive_failures = ? where tenant_id = ? and id = ? returning consecutive_failures`).pluck()
+  const addStreak = client
+    .prepare(`update destinations set consecutive_failures = consecutive_failures + ? where tenant_id = ? and id = ? returning consecutive_failures`)
+    .pluck()
+
   return {
+    ...sqliteLeases(client),
+    updateStreak(_db, s) {
+      if (s.reset && s.failures === 0) {
+        resetStreak.run(s.tenant_id, s.destination_id)
+        return 0
+      }
+      const n = (s.reset ? setStreak : addStreak).get(s.failures, s.tenant_id, s.destination_id) as number | undefined
+      return n ?? null
+    },
     insertEvents: (_db, items) => insertEvents(items),
     writeAttempts(_db, writes) {
       for (const { attempt: a, delivery: d } of writes) {

@@ -347,6 +347,8 @@ export interface ClaimedDelivery {
   replay?: boolean
   /** The ordering key of a delivery to a FIFO destination; null otherwise. */
   order_key?: string | null
+  /** When it fell due, the claim's order (claims only): the worker's next claim starts at the batch's latest. */
+  due_at?: Date
   event: EventRecord
 }
 

@@ -72,7 +72,7 @@ for (const kind of engineKinds()) {
       const { id } = await outflow.publish({ tenant_id: T, topic: 'a', data: {} })
       await waitFor(() => writesOf(id, d.id).length === 1, 10_000, 'the attempt')
       const [write] = writesOf(id, d.id)
-      expect(write!.attempt).toMatchObject({ status: 'failed', error_kind: 'timeout' })
+      expect(write!.attempt).toMatchObject({ status: 'failed', error_kind: 'timeout', error: 'no complete response within 200 ms' })
       expect(write!.delivery).toMatchObject({ status: 'failed', next_attempt_at: null })
     })
 

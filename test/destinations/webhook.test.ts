@@ -174,6 +174,46 @@ describe('webhook publisher against a local receiver (allowPrivateNetworks: true
     expect(result.response_body).toBe('a'.repeat(RESPONSE_BODY_LIMIT))
   })
 
+  it('records the first 16 KiB of a huge body and closes that connection rather than reading it all', async () => {
+    const fresh = await startReceiver()
+    try {
+      // 4 MiB, written as the socket takes it: far more than the client drains for reuse.
+      let closed: Promise<unknown> | undefined
+      fresh.respond = (req, res) => {
+        closed = new Promise((resolve) => req.socket.once('close', resolve))
+        res.writeHead(200, { 'content-length': String(4 * 1024 * 1024) })
+        const chunk = 'b'.repeat(64 * 1024)
+        let sent = 0
+        const more = () => {
+          while (sent < 64) {
+            sent++
+            if (!res.write(chunk)) return void res.once('drain', more)
+          }
+          res.end()
+        }
+        more()
+      }
+      const publisher = await publisherFor(fresh.url)
+      const result = await publisher.publish(message())
+      expect(result).toMatchObject({ ok: true, response_status_code: 200, response_body: 'b'.repeat(RESPONSE_BODY_LIMIT) })
+      // The client closed that connection (the rest of the body was never read), and delivers on another.
+      await closed
+      fresh.respond = (_req, res) => res.end('ok')
+      expect(await publisher.publish(message({ id: 'evt_after' }))).toMatchObject({ ok: true, response_body: 'ok' })
+    } finally {
+      await fresh.close()
+    }
+  })
+
+  it('times out a response whose body stops coming', async () => {
+    receiver.respond = (_req, res) => {
+      res.writeHead(200, { 'content-length': '100' })
+      res.write('partial')
+    }
+    const result = await (await publisherFor(receiver.url)).publish(message(), { signal: AbortSignal.timeout(200) })
+    expect(result).toMatchObject({ ok: false, error_kind: 'timeout', response_status_code: null })
+  })
+
   it('asks to disable the destination on 410 Gone', async () => {
     receiver.respond = (_req, res) => res.writeHead(410).end()
     const result = await (await publisherFor(receiver.url)).publish(message())

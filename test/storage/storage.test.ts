@@ -322,6 +322,42 @@ for (const kind of storageKinds()) {
         expect(mine(await s.claimDueDeliveries({ owner: 'B', now: at(1000), leaseUntil: at(2000), limit: 100 }))).toEqual(['dlv-w100'])
       })
 
+      it('claims the earliest due first up to the limit, each with its event as stored; a release without ids gives back all of an owner\'s leases', async () => {
+        await s.upsertTenant('t-o', {}, t0)
+        await s.insertDestination(destination('t-o', 'd'))
+        // Due long before every other test's rows, so these are the only ones due at `now`.
+        const base = -3e12
+        const data = { nested: { list: [1, 'two', null] }, n: 1.5 }
+        await s.insertEvents(
+          [300, 100, 200].map((ms) => ({
+            event: { ...event('t-o', `o${ms}`, base), data: ms === 100 ? data : null, metadata: { k: 'v', n: String(ms) }, eligible_for_retry: ms !== 200 },
+            deliveries: [{ id: `dlv-o${ms}`, destination_id: 'd', next_attempt_at: at(base + ms) }],
+          })),
+        )
+        const now = at(base + 1000)
+        const first = await s.claimDueDeliveries({ owner: 'R1', now, leaseUntil: at(base + 5000), limit: 2 })
+        expect(first.map((c) => c.id).sort()).toEqual(['dlv-o100', 'dlv-o200'])
+        expect(first.find((c) => c.id === 'dlv-o100')).toEqual({
+          id: 'dlv-o100',
+          tenant_id: 't-o',
+          event_id: 'o100',
+          destination_id: 'd',
+          attempt_count: 0,
+          manual: false,
+          order_key: null,
+          due_at: at(base + 100),
+          event: { tenant_id: 't-o', id: 'o100', topic: 'order.created', time: at(base), data, metadata: { k: 'v', n: '100' }, eligible_for_retry: true, created_at: at(base) },
+        })
+        expect(first.find((c) => c.id === 'dlv-o200')!.event).toMatchObject({ data: null, eligible_for_retry: false })
+        expect((await s.claimDueDeliveries({ owner: 'R1', now, leaseUntil: at(base + 5000), limit: 10 })).map((c) => c.id)).toEqual(['dlv-o300'])
+        expect(await s.releaseLeases('R1')).toBe(3)
+        expect((await s.claimDueDeliveries({ owner: 'R2', now, leaseUntil: at(base + 5000), limit: 10 })).map((c) => c.id).sort()).toEqual(['dlv-o100', 'dlv-o200', 'dlv-o300'])
+        expect(await s.releaseLeases('R1')).toBe(0)
+        expect(await s.extendLeases('R2', [], at(base + 9000))).toBe(0)
+        // Not due for the tests after this one.
+        await s.holdDeliveries(['dlv-o100', 'dlv-o200', 'dlv-o300'], true)
+      })
+
       it('writing an attempt that is already recorded changes nothing (the worker writes again after a failed write)', async () => {
         await s.upsertTenant('t-again', {}, t0)
         await s.insertDestination(destination('t-again', 'd'))
@@ -373,6 +409,24 @@ for (const kind of storageKinds()) {
         const attempts = await s.listAttempts('t-r', 'r1')
         expect(attempts.map((a) => a.delivered_at.getTime())).toEqual([at(200), at(102), at(100)].map((d) => d.getTime()))
         expect(attempts[1]).toMatchObject({ status: 'success', response_status_code: 200, response_headers: { a: 'b' }, duration_ms: 3 })
+      })
+
+      it('sets a failure streak to the failures after the batch\'s last success, and reports none for a gone destination', async () => {
+        await s.upsertTenant('t-st', {}, t0)
+        await s.insertDestination(destination('t-st', 'd'))
+        await s.insertDestination(destination('t-st', 'gone'))
+        const ids = ['s1', 's2', 's3', 's4', 's5']
+        await s.insertEvents(ids.map((e) => ({ event: event('t-st', e), deliveries: [{ id: `dlv-${e}`, destination_id: e === 's5' ? 'gone' : 'd', next_attempt_at: t0 }] })))
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s1', 's1', 'd', false, 1), attempted('t-st', 'dlv-s2', 's2', 'd', false, 2)])).toEqual([
+          { tenant_id: 't-st', destination_id: 'd', consecutive_failures: 2 },
+        ])
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s3', 's3', 'd', true, 3), attempted('t-st', 'dlv-s4', 's4', 'd', false, 4)])).toEqual([
+          { tenant_id: 't-st', destination_id: 'd', consecutive_failures: 1 },
+        ])
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s1', 's1', 'd', true, 5)])).toEqual([{ tenant_id: 't-st', destination_id: 'd', consecutive_failures: 0 }])
+        expect((await s.getDestination('t-st', 'd'))!.consecutive_failures).toBe(0)
+        expect(await s.deleteDestination('t-st', 'gone')).toBe(true)
+        expect(await s.recordAttempts([attempted('t-st', 'dlv-s5', 's5', 'gone', false, 6)])).toEqual([])
       })
 
       it('admin listing filters by tenant, topic and destination', async () => {
