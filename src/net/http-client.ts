@@ -52,15 +52,53 @@ export interface HttpRequestInit {
 // Keyed by (allowPrivateNetworks, origin) so a guarded pool never shares sockets with an open one.
 const pools = new Map<string, Pool>()
 
-function poolFor(origin: string, allowPrivateNetworks: boolean): Pool {
-  const key = `${allowPrivateNetworks ? 'open' : 'guarded'} ${origin}`
+/** A parsed destination URL: what sendHttp needs of it, and the keys of its two pools. */
+interface Target {
+  origin: string
+  hostname: string
+  path: string
+  openKey: string
+  guardedKey: string
+}
+
+/** Parsed URLs by their text: every delivery to a destination has the same. Bounded: cleared when full. */
+const targets = new Map<string, Target>()
+const maxTargets = 1_000
+
+function targetOf(url: string): Target {
+  let target = targets.get(url)
+  if (target) return target
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new DeliveryError('configuration', 'invalid URL')
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new DeliveryError('configuration', `unsupported protocol ${parsed.protocol}`)
+  const { origin, hostname } = parsed
+  target = { origin, hostname, path: `${parsed.pathname}${parsed.search}`, openKey: `open ${origin}`, guardedKey: `guarded ${origin}` }
+  if (targets.size >= maxTargets) targets.clear()
+  targets.set(url, target)
+  return target
+}
+
+/** The key used last: already the most recent in `pools`, so using it again needs no re-insertion. */
+let lastKey: string | undefined
+
+function poolFor(target: Target, allowPrivateNetworks: boolean): Pool {
+  const { origin } = target
+  const key = allowPrivateNetworks ? target.openKey : target.guardedKey
   const existing = pools.get(key)
   if (existing && !existing.closed && !existing.destroyed) {
     // Re-insert so Map order stays least-recently-used first.
-    pools.delete(key)
-    pools.set(key, existing)
+    if (key !== lastKey) {
+      pools.delete(key)
+      pools.set(key, existing)
+      lastKey = key
+    }
     return existing
   }
+  lastKey = key
   const pool = new Pool(origin, {
     connections: CONNECTIONS_PER_ORIGIN,
     ...(allowPrivateNetworks ? {} : { connect: { lookup: guardedLookup } }),
@@ -83,6 +121,7 @@ function poolFor(origin: string, allowPrivateNetworks: boolean): Pool {
 export async function closeHttpClients(): Promise<void> {
   const all = [...pools.values()]
   pools.clear()
+  lastKey = undefined
   await Promise.all(all.map((pool) => pool.close().catch(() => undefined)))
 }
 
@@ -92,7 +131,7 @@ export async function closeHttpClients(): Promise<void> {
  * wrap each response in a Readable stream and an async resource, which cost more than parsing the response.
  * `signal` aborts the exchange; its listener is removed once the exchange has ended.
  */
-class ResponseCollector implements Dispatcher.DispatchHandler {
+class ResponseCollector implements Dispatcher.DispatchHandler, EventListenerObject {
   readonly #signal: AbortSignal
   readonly #resolve: (response: HttpResponseSummary) => void
   readonly #reject: (err: unknown) => void
@@ -103,13 +142,18 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
   #kept = 0
   #seen = 0
   #ended = false
-  readonly #onAbort = () => this.#controller?.abort(this.#signal.reason as Error)
 
   constructor(signal: AbortSignal, resolve: (response: HttpResponseSummary) => void, reject: (err: unknown) => void) {
     this.#signal = signal
     this.#resolve = resolve
     this.#reject = reject
-    signal.addEventListener('abort', this.#onAbort, { once: true })
+    // The collector is the listener itself (handleEvent): no closure per exchange.
+    signal.addEventListener('abort', this, { once: true })
+  }
+
+  /** The deadline passed: abort the exchange (once it has a socket; see onRequestStart). */
+  handleEvent(): void {
+    this.#controller?.abort(this.#signal.reason as Error)
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -154,7 +198,7 @@ class ResponseCollector implements Dispatcher.DispatchHandler {
   #end(): boolean {
     if (this.#ended) return true
     this.#ended = true
-    this.#signal.removeEventListener('abort', this.#onAbort)
+    this.#signal.removeEventListener('abort', this)
     return false
   }
 }
@@ -192,13 +236,7 @@ function toDeliveryError(err: unknown, signal: AbortSignal): DeliveryError {
  * const res = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks: false, signal: AbortSignal.timeout(10_000) })
  */
 export async function sendHttp(url: string, init: HttpRequestInit, options: HttpClientOptions): Promise<HttpResponseSummary> {
-  let target: URL
-  try {
-    target = new URL(url)
-  } catch {
-    throw new DeliveryError('configuration', 'invalid URL')
-  }
-  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new DeliveryError('configuration', `unsupported protocol ${target.protocol}`)
+  const target = targetOf(url)
   if (!options.allowPrivateNetworks) {
     // Sockets skip DNS lookup for IP literals, so the connect-time guard would never see them: refuse here.
     // WHATWG URL has already normalised forms like http://2130706433/ and http://0x7f.1/ to dotted quads.
@@ -208,8 +246,8 @@ export async function sendHttp(url: string, init: HttpRequestInit, options: Http
   const { signal } = options
   try {
     if (signal.aborted) throw signal.reason
-    const pool = poolFor(target.origin, options.allowPrivateNetworks)
-    const request = { path: `${target.pathname}${target.search}`, method: init.method, headers: init.headers, body: init.body }
+    const pool = poolFor(target, options.allowPrivateNetworks)
+    const request = { path: target.path, method: init.method, headers: init.headers, body: init.body }
     return await new Promise<HttpResponseSummary>((resolve, reject) => pool.dispatch(request, new ResponseCollector(signal, resolve, reject)))
   } catch (err) {
     throw toDeliveryError(err, options.signal)
