@@ -8,8 +8,8 @@ import { prepareEvents } from './publish.js'
 // The outbox: events written by the host's own transaction, so they are delivered if and only if it
 // commits. The deliveries are not leased to the local worker (nothing may be attempted before the commit,
 // and a rollback leaves nothing to attempt): workers find them once the commit makes them visible,
-// woken by the NOTIFY inside the transaction (Postgres) or by the engine once the host's transaction
-// has ended (SQLite, see CommitWatcher).
+// woken by a NOTIFY once the storage sees the host's transaction committed (Postgres, see CommitWatch in
+// postgres-outbox.ts) or by the engine once the host's transaction has ended (SQLite, see CommitWatcher).
 
 /**
  * Validate and match like `publish`, then write the events and their deliveries through the host's

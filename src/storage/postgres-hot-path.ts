@@ -1,23 +1,22 @@
 import { sql, type SQL } from 'drizzle-orm'
-import { getTableConfig } from 'drizzle-orm/pg-core'
+import { PgDialect, getTableConfig } from 'drizzle-orm/pg-core'
 import type { Db, HotPath, Tables } from './sql-context.js'
-import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
+import { driverOf, iso } from './postgres-prepared.js'
+import type { InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
- * Postgres: the per-delivery writes as one statement per table, each column sent as one text-array
- * parameter and expanded with `unnest`. Building multi-row inserts with a parameter per value cost
- * most of the publish path's CPU (see bench/); this costs a handful of parameters at any batch size.
+ * Postgres: the event and delivery inserts as one statement, each column sent as one text-array
+ * parameter and expanded with `unnest` (attempt results: postgres-queue.ts). Building multi-row inserts
+ * with a parameter per value cost most of the publish path's CPU (see bench/); this costs a handful of
+ * parameters at any batch size.
  */
 export function postgresHotPath(tables: Tables): HotPath {
   return {
     singleStatementInsert: true,
-    insertEvents: async (db, items) => (await insertEventRows(arraysOf(db), tables, items))!,
-    writeAttempts: (db, writes) => writeAttempts(db, tables, writes),
+    insertEvents: async (db, items) => (await insertEventRows(arraysOf(db), tables, items))!.results,
     pruneEvents: (db, request) => pruneEvents(db, tables, request),
   }
 }
-
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
 
 /** The sequence of FIFO publish order, in the schema of Outflow's tables (whatever the session's search_path). */
 const orderSequence = (t: Tables) => `"${getTableConfig(t.deliveries).schema ?? 'public'}".delivery_order_seq`
@@ -27,14 +26,31 @@ const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 /** Runs one statement; its rows as arrays, columns in select-list order (whatever names a driver's transform gives them). */
 export type RowsOf = (query: SQL) => Promise<unknown[][]>
 
-/** Rows of the engine's own drizzle connection as arrays (its row objects keep the select-list order). */
-const arraysOf = (db: Db): RowsOf => async (query) => ((await db.execute(query)) as unknown as Record<string, unknown>[]).map((row) => Object.values(row))
+const dialect = new PgDialect()
+
+/**
+ * Rows of a statement on the engine's own connection, run as a prepared statement (see postgres-prepared.ts): the
+ * statement's text is the same for every batch (its columns are array parameters), so it is parsed once per connection.
+ */
+const arraysOf = (db: Db): RowsOf => {
+  const driver = driverOf(db)
+  return (query) => {
+    const { sql: text, params } = dialect.sqlToQuery(query)
+    return driver.unsafe(text, params, { prepare: true }).values()
+  }
+}
 
 export interface InsertEventRowsOptions {
   /** The statement writes nothing unless this holds (the host-transaction check, see postgres-outbox.ts); then the result is null. */
   guard?: SQL
-  /** NOTIFY this channel within the statement when it wrote deliveries: inside a transaction, the wake-up rides on its commit. */
-  notify?: string
+  /** Also answer the id of the transaction when the statement wrote deliveries (to watch for its commit, see postgres-outbox.ts). */
+  xact?: boolean
+}
+
+export interface InsertedEventRows {
+  results: InsertEventResult[]
+  /** `pg_current_xact_id()` of the statement's transaction, when asked for and deliveries were written. */
+  xact?: string
 }
 
 /**
@@ -47,8 +63,8 @@ export async function insertEventRows(
   rowsOf: RowsOf,
   t: Tables,
   items: NewEventWithDeliveries[],
-  { guard, notify }: InsertEventRowsOptions = {},
-): Promise<InsertEventResult[] | null> {
+  { guard, xact }: InsertEventRowsOptions = {},
+): Promise<InsertedEventRows | null> {
   const events = items.map((i) => i.event)
   const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
   // The same id twice in one batch: only the first occurrence may bring deliveries.
@@ -109,19 +125,21 @@ export async function insertEventRows(
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
       returning tenant_id, event_id, destination_id, status
-    )${notify === undefined ? sql`` : sql`, wake as (select pg_notify(${notify}, '') from (select 1) one where exists (select 1 from dl))`}
+    )
     select 'event' as kind, tenant_id, id as ref, null as destination_id from ev
     union all select 'delivery', tenant_id, event_id, destination_id from dl where status <> 'skipped'
-    union all select 'orphaned', tenant_id, grp, null from orphaned${notify === undefined ? sql`` : sql`
-    union all select 'wake', null, null, null from wake`}${guard ? sql`
+    union all select 'orphaned', tenant_id, grp, null from orphaned${xact ? sql`
+    union all select 'xact', pg_current_xact_id()::text, null, null where exists (select 1 from dl)` : sql``}${guard ? sql`
     union all select 'refused', null, null, null where not (${guard})` : sql``}`)) as [kind: string, tenant_id: string, ref: string, destination_id: string | null][]
   const fresh = new Set<string>()
   const delivered = new Set<string>()
   const missing = new Map<string, string>()
+  let transaction: string | undefined
   for (const [kind, tenantId, ref, destinationId] of written) {
     if (kind === 'event') fresh.add(`${tenantId}\u0000${ref}`)
     else if (kind === 'delivery') delivered.add(`${tenantId}\u0000${ref}\u0000${destinationId}`)
     else if (kind === 'orphaned') missing.set(ref, tenantId)
+    else if (kind === 'xact') transaction = tenantId
     else if (kind === 'refused') return null
   }
   const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
@@ -136,69 +154,7 @@ export async function insertEventRows(
     const existing = await rowsOf(sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id} and status <> 'skipped'`)
     r.destination_ids = existing.map(([destinationId]) => destinationId as string)
   }
-  return results
-}
-
-/**
- * One statement: move each delivery to its next state, then log the attempts of the deliveries still there.
- * The update holds the delivery rows, so a tenant delete either waits and then sees these attempts, or
- * committed first and no attempt is written for it. A delivery cancelled meanwhile stays cancelled.
- * An attempt already logged is skipped with its delivery's update: the worker writes results again when
- * a write failed on a lost connection or a deadline, and such a write may have committed after all.
- */
-async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise<void> {
-  const a = writes.map((w) => w.attempt)
-  const d = t.deliveries
-  await db.execute(sql`
-    with locked as (
-      -- In id order, as every statement writing many deliveries locks them (see deliveriesInIdOrder).
-      select ${d.id} from ${d} where ${d.id} = any(${col(writes.map((w) => w.delivery.id), 'text')}) order by ${d.id} for update
-    ), updated as (
-      update ${d} set
-        status = case when ${d.status} = 'cancelled' then ${d.status} else v.status end,
-        attempt_count = ${d.attempt_count} + 1,
-        manual = false,
-        next_attempt_at = case when ${d.status} = 'cancelled' then null else v.next_at end,
-        lease_owner = null,
-        lease_until = null,
-        last_attempt_at = v.delivered_at,
-        successful_at = coalesce(${d.successful_at}, v.successful_at),
-        skipped_at = null
-      from ${unnest(
-        col(writes.map((w) => w.delivery.id), 'text'),
-        col(writes.map((w) => w.delivery.status), 'text'),
-        col(writes.map((w) => iso(w.delivery.next_attempt_at)), 'timestamptz'),
-        col(writes.map((w) => iso(w.attempt.delivered_at)), 'timestamptz'),
-        col(writes.map((w) => iso(w.delivery.successful_at)), 'timestamptz'),
-        col(writes.map((w) => w.attempt.id), 'text'),
-      )} as v(id, status, next_at, delivered_at, successful_at, attempt_id)
-      where ${d.id} = v.id and ${d.id} in (select id from locked)
-        and not exists (select 1 from ${t.attempts} done where done.id = v.attempt_id)
-      returning ${d.id}
-    )
-    insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
-    select * from ${unnest(
-      col(a.map((x) => x.id), 'text'),
-      col(a.map((x) => x.tenant_id), 'text'),
-      col(a.map((x) => x.event_id), 'text'),
-      col(a.map((x) => x.destination_id), 'text'),
-      col(a.map((x) => x.delivery_id), 'text'),
-      col(a.map((x) => String(x.attempt_number)), 'int'),
-      col(a.map((x) => (x.manual ? 't' : 'f')), 'bool'),
-      col(a.map((x) => x.status), 'text'),
-      col(a.map((x) => (x.response_status_code === null ? null : String(x.response_status_code))), 'int'),
-      col(a.map((x) => x.response_body), 'text'),
-      col(a.map((x) => (x.response_headers === null ? null : JSON.stringify(x.response_headers))), 'jsonb'),
-      col(a.map((x) => x.error), 'text'),
-      col(a.map((x) => x.error_kind), 'text'),
-      col(a.map((x) => (x.duration_ms === null ? null : String(x.duration_ms))), 'int'),
-      col(a.map((x) => iso(x.delivered_at)), 'timestamptz'),
-      col(a.map((x) => x.topic), 'text'),
-      col(a.map((x) => x.destination_type), 'text'),
-    )} as a(id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
-    where a.delivery_id in (select id from updated)`)
+  return { results, xact: transaction }
 }
 
 /**

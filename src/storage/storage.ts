@@ -80,7 +80,7 @@ export interface Storage {
   promoteWaitingDeliveries(now: Date): Promise<number>
   /**
    * Postgres: `insertEvents` through the host's own open transaction `tx` (a postgres.js transaction, or a
-   * drizzle transaction over postgres.js), as one statement whose NOTIFY is delivered when the host commits.
+   * drizzle transaction over postgres.js), as one statement; the workers are woken once the host has committed.
    * Refuses (OutflowError) a `tx` that is not a transaction, has ended, or is on another database.
    */
   insertEventsInTransaction?(tx: unknown, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
