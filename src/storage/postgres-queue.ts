@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { promoteHeads } from './sql-ordering.js'
-import type { SqlContext, Tables } from './sql-context.js'
+import type { Tables } from './sql-context.js'
 import { asyncCommit, column, iso, prepared, slot, type Driver } from './postgres-prepared.js'
 import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, DestinationStreak, EventRecord } from './storage.js'
 
@@ -15,8 +14,7 @@ export type PostgresQueue = ReturnType<typeof postgresQueue>
  * @param driver the engine's pool
  * @param run bounds each call by the storage deadline and maps connection faults (see postgres.ts)
  */
-export function postgresQueue(ctx: SqlContext, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>) {
-  const t = ctx.tables
+export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>) {
   const claim = claimStatement(t, false)
   const claimWindow = claimStatement(t, true)
   const record = recordStatement(t)
@@ -42,16 +40,15 @@ export function postgresQueue(ctx: SqlContext, driver: Driver, run: <T>(work: ()
 
     async recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]> {
       if (writes.length === 0) return []
-      const rows = await run(() => record(driver, attemptColumns(writes)))
-      // FIFO destinations: a finished delivery lets the next one of its key go. Not in the statement (it must see
-      // the finished row): if this fails or the process dies first, the worker's promoteWaiting pass does it.
-      const finished = writes.flatMap(({ attempt, delivery }) =>
-        delivery.order_key != null && delivery.status !== 'pending' ? [{ tenant_id: attempt.tenant_id, destination_id: attempt.destination_id, order_key: delivery.order_key }] : [],
-      )
-      if (finished.length)
-        await ctx.transaction(async (db) => {
-          if ((await promoteHeads(ctx, db, finished, writes[0]!.attempt.delivered_at)) > 0) await ctx.notifyWork?.(db)
-        }, { durable: false })
+      // FIFO destinations: a finished delivery lets the next one of its key go.
+      const finished = writes.filter(({ delivery }) => delivery.order_key != null && delivery.status !== 'pending')
+      const keys = {
+        key_tenant: finished.map((w) => w.attempt.tenant_id),
+        key_destination: finished.map((w) => w.attempt.destination_id),
+        key: finished.map((w) => w.delivery.order_key!),
+        now: iso(writes[0]!.attempt.delivered_at),
+      }
+      const rows = await run(() => record(driver, { ...attemptColumns(writes), ...keys }))
       return rows.map(([tenant_id, destination_id, consecutive_failures]) => ({
         tenant_id: tenant_id as string,
         destination_id: destination_id as string,
@@ -156,14 +153,21 @@ type AttemptColumn = keyof ReturnType<typeof attemptColumns>
  * again after a write failed on a lost connection or its deadline, and such a write may have committed after
  * all, so writing a batch twice changes nothing. A delivery cancelled meanwhile stays cancelled.
  *
+ * FIFO destinations: for each key of a delivery the batch finished (`key_*`), the first delivery still pending
+ * (the batch's finished ones are still pending in the statement's snapshot: left out) is made due if it is
+ * waiting (see sql-ordering.ts). In the same statement, so the next delivery of a key is due once the result
+ * that lets it go is visible, and no sooner. No NOTIFY: the worker that wrote the result claims right after it.
+ * (A wake-up sent at the commit can start a claim before the write's answer is handled, while the worker still
+ * holds the batch: a retry of the batch due by then is claimed, skipped as held, and waits for its lease.)
+ *
  * Locks, in the order deleteTenant and deleteDestination take them (no deadlock): the destinations whose streak
  * may change, by key (not the healthy ones with only successes: a hot row is not written), then the deliveries
- * by id. Streak updates take `for no key update`, which lets publishes (`for key share`) through.
- * Returns each destination of the batch that exists with its streak.
+ * (the batch's and the heads it promotes) by id. Streak updates take `for no key update`, which lets publishes
+ * (`for key share`) through. Returns each destination of the batch that exists with its streak.
  */
 function recordStatement(t: Tables) {
   const c = (name: AttemptColumn, type: string) => column(name, type)
-  return prepared<AttemptColumn>(sql`
+  return prepared<AttemptColumn | 'key_tenant' | 'key_destination' | 'key' | 'now'>(sql`
     with v as (
       select * from unnest(${c('delivery_id', 'text')}, ${c('delivery_status', 'text')}, ${c('next_at', 'timestamptz')}, ${c('successful_at', 'timestamptz')},
         ${c('id', 'text')}, ${c('tenant_id', 'text')}, ${c('event_id', 'text')}, ${c('destination_id', 'text')}, ${c('attempt_number', 'int')},
@@ -178,9 +182,18 @@ function recordStatement(t: Tables) {
         and (d.consecutive_failures <> 0 or (d.tenant_id, d.id) in (select tenant_id, destination_id from v where status <> 'success'))
       order by d.tenant_id collate "C", d.id collate "C"
       for no key update of d
+    ), heads as (
+      select (select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
+          and h.status = 'pending' and h.id not in (select delivery_id from v where delivery_status <> 'pending') order by h.order_seq limit 1) as id
+      from (select distinct * from unnest(${column('key_tenant', 'text')}, ${column('key_destination', 'text')}, ${column('key', 'text')})) as k(tenant_id, destination_id, order_key)
     ), locked as materialized (
       -- After the destinations: a condition without columns is evaluated before the first row is locked.
-      select id from ${t.deliveries} where id in (select delivery_id from v) and (select count(*) from held) >= 0 order by id for update
+      select id from ${t.deliveries} where (id in (select delivery_id from v) or id in (select id from heads)) and (select count(*) from held) >= 0
+      order by id for update
+    ), promoted as (
+      update ${t.deliveries} d set order_state = null, next_attempt_at = ${slot('now')}::timestamptz
+      where d.id in (select id from heads) and d.id in (select id from locked) and d.order_state = 'waiting'
+      returning d.id
     ), updated as (
       update ${t.deliveries} d set
         status = case when d.status = 'cancelled' then d.status else v.delivery_status end,

@@ -148,7 +148,7 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     }
     const driver = client as unknown as Driver
     // The per-delivery calls as single prepared statements (see postgres-queue.ts).
-    const queue = postgresQueue(ctx, driver, bounded)
+    const queue = postgresQueue(tables, driver, bounded)
     const statusesOf = commitStatuses(driver, workChannel)
     const commits = new CommitWatch((xacts) => bounded(() => statusesOf(xacts)))
     const storage = createSqlStorage(ctx, {

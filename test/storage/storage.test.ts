@@ -366,6 +366,25 @@ for (const kind of storageKinds()) {
         expect(await s.recordAttempts([attempted('t-order', 'dlv-order-b', 'b', 'd', true, 5)])).toEqual([{ tenant_id: 't-order', destination_id: 'd', consecutive_failures: 0 }])
       })
 
+      it('a FIFO delivery that finishes makes the next one of its key due in the same write; a retry keeps it waiting', async () => {
+        await s.upsertTenant('t-fifo', {}, t0)
+        await s.insertDestination(destination('t-fifo', 'd'))
+        const keyed = (id: string, key: string) => ({ event: event('t-fifo', id), deliveries: [{ id: `dlv-fifo-${id}`, destination_id: 'd', next_attempt_at: t0, order_key: key }] })
+        await s.insertEvents([keyed('k1', 'k'), keyed('k2', 'k'), keyed('k3', 'k'), keyed('j1', 'j'), keyed('j2', 'j')])
+        const due = async (now: number) =>
+          (await s.claimDueDeliveries({ owner: `w${now}`, now: at(now), leaseUntil: at(now + 100_000), limit: 100 })).map((c) => c.id).filter((id) => id.startsWith('dlv-fifo')).sort()
+        expect(await due(1000)).toEqual(['dlv-fifo-j1', 'dlv-fifo-k1'])
+        const write = (id: string, key: string, ok: boolean, ms: number): AttemptWrite => {
+          const w = attempted('t-fifo', `dlv-fifo-${id}`, id, 'd', ok, ms)
+          return { ...w, delivery: { ...w.delivery, order_key: key } }
+        }
+        // k1 succeeds, j1 fails and will be retried: k2 is due, j2 still waits behind j1.
+        await s.recordAttempts([write('k1', 'k', true, 2000), write('j1', 'j', false, 2001)])
+        expect(await due(5000)).toEqual(['dlv-fifo-j1', 'dlv-fifo-k2'])
+        await s.recordAttempts([write('j1', 'j', true, 6000)])
+        expect(await due(9000)).toEqual(['dlv-fifo-j2'])
+      })
+
       it('records attempts, updates delivery state and failure streaks, and lists attempted pairs only', async () => {
         await s.upsertTenant('t-r', {}, t0)
         await s.insertDestination(destination('t-r', 'd1'))
