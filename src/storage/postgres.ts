@@ -7,11 +7,13 @@ import { importPeer, loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import { qualifiedPostgresTables, schemaNamePattern } from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
-import { postgresHotPath } from './postgres-hot-path.js'
+import { eventInserts, postgresHotPath } from './postgres-hot-path.js'
 import type { Driver } from './postgres-prepared.js'
 import { parseTimestamptz, timestamptzOid } from './postgres-timestamps.js'
 import { containedTransaction, mapStorageError, reconnectDelaySeconds, withDeadline } from './postgres-faults.js'
-import { CommitWatch, commitStatuses, insertEventsInTransaction, serverStartedSql, type ServerIdentity } from './postgres-outbox.js'
+import { CommitWatch, commitStatuses } from './postgres-commit-watch.js'
+import { insertEventsInTransaction, outboxChecks, serverStartedSql, type ServerIdentity } from './postgres-outbox.js'
+import { PublishTargetCache, targetsReader } from './postgres-publish-targets.js'
 import { postgresQueue } from './postgres-queue.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage } from './storage.js'
@@ -151,8 +153,11 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     const queue = postgresQueue(tables, driver, bounded)
     const statusesOf = commitStatuses(driver, workChannel)
     const commits = new CommitWatch((xacts) => bounded(() => statusesOf(xacts)))
+    const readTargets = targetsReader(tables, driver)
+    const targets = new PublishTargetCache((tenantIds) => bounded(() => readTargets(tenantIds)))
+    const outbox = { inserts: eventInserts(tables, outboxChecks(tables)), schema: schemaName, serverIdentity, targets, commits }
     const storage = createSqlStorage(ctx, {
-      insertEventsInTransaction: (tx, items) => insertEventsInTransaction({ tables, schema: schemaName, serverIdentity, commits }, tx, items),
+      insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
       async migrate() {
         // One connection holds a session advisory lock, so two processes starting at once migrate one after the other.
         // Its search_path is Outflow's schema: the committed migrations name their tables without one.

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { CommitWatch } from '../../src/storage/postgres-outbox.js'
+import { CommitWatch } from '../../src/storage/postgres-commit-watch.js'
 
 /** A fake Postgres: each transaction's status, and the looks made (each a list of the transactions asked about). */
 function fakeStatuses(initial: Record<string, string | null>) {
