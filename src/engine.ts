@@ -12,7 +12,7 @@ import * as replays from './engine/replays.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
 import { publishEvents } from './engine/publish.js'
-import { CommitWatcher, publishInTransaction, publishThroughConnection, TargetReads } from './engine/publish-in-transaction.js'
+import { CommitWatcher, publishInTransaction, publishThroughConnection } from './engine/publish-in-transaction.js'
 import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
 import * as metrics from './engine/metrics.js'
@@ -75,8 +75,6 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   readonly #pruner: Pruner | undefined
   /** Wakes the worker after a host's SQLite transaction with new deliveries committed (publishSync). */
   readonly #commits: CommitWatcher
-  /** Publish targets read once for the publishes inside host transactions of one event-loop turn. */
-  readonly #targetReads: TargetReads
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
   #closed = false
@@ -110,7 +108,6 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake() })
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
     this.#commits = new CommitWatcher(() => this.#worker.wake(), options.delivery.pollIntervalMs)
-    this.#targetReads = new TargetReads((tenantIds) => storage.publishTargets(tenantIds))
     const { retention } = options
     if (retention)
       this.#pruner = new Pruner(storage, {
@@ -320,7 +317,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   /** Publish a batch in one transaction (with `tx`: in yours, all or none). */
   publishMany(inputs: unknown[], { single = false, tx }: PublishOptions & { single?: boolean } = {}): Promise<PublishResult[]> {
     if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
-    if (tx !== undefined) return publishInTransaction(this.#ctx, this.#targetReads, inputs, single, tx)
+    if (tx !== undefined) return publishInTransaction(this.#ctx, inputs, single, tx)
     return publishEvents(this.#ctx, this.#writer, inputs, single)
   }
   /**

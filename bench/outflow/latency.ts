@@ -16,6 +16,7 @@ import { runPool } from '../support/load.js'
 import { deliveryTimeoutMs, measureLatency } from '../support/measure.js'
 import { addWebhook, benchRetention, closeOutflow, openOutflow, seedOldEvents, tenantId, topic } from '../support/outflow.js'
 import { log, runScenario } from '../support/scenario.js'
+import { summarize } from '../support/stats.js'
 import { startSink } from '../support/sink-client.js'
 
 runScenario(async (ctx) => {
@@ -49,16 +50,26 @@ runScenario(async (ctx) => {
     await runPool(warmup, 10, (i) => outflow.publish({ tenant_id: tenantId, topic, data: { n: -1 - i } }))
     await sink.expect(warmup, deliveryTimeoutMs(warmup))
     const measured = wallNow()
+    // How long publish() took to answer (its commit), from when it was due: the part of the latency before delivery.
+    const answered: number[] = []
     const latency = await measureLatency(sink, {
       rate: sizes.latencyRate,
       count: sizes.latencyEvents,
       drainMs: sizes.latencyDrainMs,
-      fire: (i, t) => outflow.publish({ tenant_id: tenantId, topic, data: { n: i, t } }),
+      fire: async (i, t) => {
+        await outflow.publish({ tenant_id: tenantId, topic, data: { n: i, t } })
+        answered.push(wallNow() - t)
+      },
     })
+    const publishAnswered = summarize(answered)
     const lastPublish = measured + ((sizes.latencyEvents / sizes.latencyRate) * 1000)
     const job = replay ? await outflow.getReplay(tenantId, replay.destinationId, replay.id) : undefined
     if (job) log(ctx, `replay: ${job.done} of ${job.matched} re-sent by the end of the measurement (${job.status})`)
-    log(ctx, `p50 ${latency.p50.toFixed(2)} ms, p99 ${latency.p99.toFixed(2)} ms, max ${latency.max.toFixed(1)} ms, lost ${latency.lost}`)
+    log(
+      ctx,
+      `p50 ${latency.p50.toFixed(2)} ms, p99 ${latency.p99.toFixed(2)} ms, max ${latency.max.toFixed(1)} ms, lost ${latency.lost}; ` +
+        `publish() answered p50 ${publishAnswered.p50.toFixed(2)} ms, p99 ${publishAnswered.p99.toFixed(2)} ms`,
+    )
     const notes = [
       ...(Math.min(latency.publishedPerSec, latency.deliveredPerSec) < 0.95 * sizes.latencyRate
         ? [

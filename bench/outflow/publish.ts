@@ -95,7 +95,7 @@ runScenario(async (ctx) => {
     log(
       ctx,
       `single ${singlePerSec.toFixed(0)}/s (${singleCpuUs.toFixed(0)} µs CPU each), publishMany ${manyPerSec.toFixed(0)}/s (${manyCpuUs.toFixed(0)} µs CPU each), ` +
-        `inside host transactions ${inTx.perSec.toFixed(0)}/s (${inTx.cpuUs.toFixed(0)} µs CPU each; the host's transactions alone ${alone.perSec.toFixed(0)}/s)`,
+        `inside host transactions ${inTx.perSec.toFixed(0)}/s (${inTx.cpuUs.toFixed(0)} µs CPU each; the host's transactions alone ${alone.perSec.toFixed(0)}/s, ${alone.cpuUs.toFixed(0)} µs CPU each)`,
     )
     const values = { singlePerSec, manyPerSec, singleCpuUs, manyCpuUs, inTxPerSec: inTx.perSec, inTxCpuUs: inTx.cpuUs, hostAlonePerSec: alone.perSec }
     return { values, notes: [] }

@@ -1,21 +1,21 @@
 import { planDeliveries, type EventToWrite } from '../delivery/event-writer.js'
 import { OutflowError, notFound } from '../errors.js'
 import type { PublishResult } from '../model/event.js'
-import type { EventRecord, HostConnection, InsertEventResult, NewEventWithDeliveries, PublishTarget } from '../storage/storage.js'
+import type { EventRecord, HostConnection, InsertEventResult, NewEventWithDeliveries } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
 import { prepareEvents } from './publish.js'
 
 // The outbox: events written by the host's own transaction, so they are delivered if and only if it
 // commits. The deliveries are not leased to the local worker (nothing may be attempted before the commit,
 // and a rollback leaves nothing to attempt): workers find them once the commit makes them visible,
-// woken by the NOTIFY inside the transaction (Postgres) or by the engine once the host's transaction
-// has ended (SQLite, see CommitWatcher).
+// woken by a NOTIFY once the storage sees the host's transaction committed (Postgres, see CommitWatch in
+// postgres-outbox.ts) or by the engine once the host's transaction has ended (SQLite, see CommitWatcher).
 
 /**
  * Validate and match like `publish`, then write the events and their deliveries through the host's
  * Postgres transaction `tx`. All of the call's events, or none (an unknown tenant is a 404).
  */
-export async function publishInTransaction(ctx: EngineContext, targets: TargetReads, inputs: unknown[], single: boolean, tx: unknown): Promise<PublishResult[]> {
+export async function publishInTransaction(ctx: EngineContext, inputs: unknown[], single: boolean, tx: unknown): Promise<PublishResult[]> {
   const { storage } = ctx
   if (!storage.insertEventsInTransaction)
     throw new OutflowError(
@@ -29,10 +29,11 @@ export async function publishInTransaction(ctx: EngineContext, targets: TargetRe
   return ctx.telemetry.publish(
     items.map((i) => i.event),
     async () => {
-      // Destinations are read on the engine's own connections; the statement in `tx` checks again that
-      // the tenant and each destination still exist.
-      const planned = plan(items, await targets.read(items.map((i) => i.event.tenant_id)))
-      return results(planned, await storage.insertEventsInTransaction!(tx, planned))
+      // The storage reads the destinations (or keeps them between publishes, checking them in `tx`), and the
+      // statement in `tx` checks again that the tenant and each destination still exist.
+      const tenantIds = [...new Set(items.map((i) => i.event.tenant_id))]
+      const { planned, results: inserted } = await storage.insertEventsInTransaction!(tx, tenantIds, (targets) => plan(items, targets))
+      return results(planned, inserted)
     },
   )
 }
@@ -71,34 +72,6 @@ export function publishThroughConnection(
   const first = published.findIndex((r) => !r.duplicate && r.destination_ids.length > 0)
   if (first >= 0) written(host, planned[first]!.event)
   return published
-}
-
-/**
- * Reads of publish targets for publishes inside host transactions, shared by the calls of one turn of
- * the event loop: each transaction is its own commit (there is no group commit to share a read, as
- * EventWriter's calls do), and one read for many concurrent transactions spares the pool. A read starts
- * after every call it serves began, so each sees the destinations that existed when it was made.
- */
-export class TargetReads {
-  readonly #read: (tenantIds: string[]) => Promise<Map<string, PublishTarget[]>>
-  #batch?: { tenantIds: Set<string>; result: Promise<Map<string, PublishTarget[]>> }
-
-  constructor(read: (tenantIds: string[]) => Promise<Map<string, PublishTarget[]>>) {
-    this.#read = read
-  }
-
-  read(tenantIds: string[]): Promise<Map<string, PublishTarget[]>> {
-    if (!this.#batch) {
-      const ids = new Set<string>()
-      const result = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        this.#batch = undefined
-        return this.#read([...ids])
-      })
-      this.#batch = { tenantIds: ids, result }
-    }
-    for (const id of tenantIds) this.#batch.tenantIds.add(id)
-    return this.#batch.result
-  }
 }
 
 function plan(items: EventToWrite[], targets: Parameters<typeof planDeliveries>[1]): NewEventWithDeliveries[] {

@@ -1,78 +1,49 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/pg-core'
 import type { Db, HotPath, Tables } from './sql-context.js'
-import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
+import { column, driverOf, iso, prepared, slot, type Driver } from './postgres-prepared.js'
+import type { InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
- * Postgres: the per-delivery writes as one statement per table, each column sent as one text-array
- * parameter and expanded with `unnest`. Building multi-row inserts with a parameter per value cost
- * most of the publish path's CPU (see bench/); this costs a handful of parameters at any batch size.
+ * Postgres: the event and delivery inserts as one statement, each column sent as one text-array
+ * parameter and expanded with `unnest` (attempt results: postgres-queue.ts). Building multi-row inserts
+ * with a parameter per value cost most of the publish path's CPU (see bench/); this costs a handful of
+ * parameters at any batch size, and the statement is compiled once and prepared (postgres-prepared.ts).
  */
 export function postgresHotPath(tables: Tables): HotPath {
+  const inserts = eventInserts(tables)
   return {
     singleStatementInsert: true,
-    insertEvents: async (db, items) => (await insertEventRows(arraysOf(db), tables, items))!,
-    writeAttempts: (db, writes) => writeAttempts(db, tables, writes),
+    insertEvents: async (db, items) => (await insertEventRows(driverOf(db), inserts, items) as InsertedEventRows).results,
     pruneEvents: (db, request) => pruneEvents(db, tables, request),
   }
 }
-
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
 
 /** The sequence of FIFO publish order, in the schema of Outflow's tables (whatever the session's search_path). */
 const orderSequence = (t: Tables) => `"${getTableConfig(t.deliveries).schema ?? 'public'}".delivery_order_seq`
 const col = (values: (string | null)[], type: string) => sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`
 const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 
-/** Runs one statement; its rows as arrays, columns in select-list order (whatever names a driver's transform gives them). */
-export type RowsOf = (query: SQL) => Promise<unknown[][]>
-
-/** Rows of the engine's own drizzle connection as arrays (its row objects keep the select-list order). */
-const arraysOf = (db: Db): RowsOf => async (query) => ((await db.execute(query)) as unknown as Record<string, unknown>[]).map((row) => Object.values(row))
-
-export interface InsertEventRowsOptions {
-  /** The statement writes nothing unless this holds (the host-transaction check, see postgres-outbox.ts); then the result is null. */
-  guard?: SQL
-  /** NOTIFY this channel within the statement when it wrote deliveries: inside a transaction, the wake-up rides on its commit. */
-  notify?: string
-}
+/** The text-array parameters of an event insert: one per column of the events, then of their deliveries. */
+type InsertColumn =
+  | 'e_tenant' | 'e_id' | 'e_topic' | 'e_time' | 'e_data' | 'e_metadata' | 'e_retry' | 'e_created' | 'e_group'
+  | 'd_id' | 'd_tenant' | 'd_event' | 'd_destination' | 'd_topic' | 'd_event_time' | 'd_next' | 'd_lease_owner' | 'd_lease_until'
+  | 'd_status' | 'd_skipped_at' | 'd_order_key'
 
 /**
- * One statement (atomic by itself, no BEGIN/COMMIT round trips): the events, then deliveries of the inserted ones.
- * It holds the tenant and destination rows it writes for (`for key share`: a delete waits, an update does not),
- * so a concurrent delete either removes these rows after commit or committed first and they are not written.
- * It takes no other lock on shared rows, so inside a host's long transaction it blocks no other publish or delivery.
+ * The event insert, compiled once. With `checks` (conditions with placeholders of their own, by name: see
+ * postgres-outbox.ts) it writes nothing unless every one holds, answers the name of each that does not, and
+ * answers the id of its transaction when it wrote deliveries.
  */
-export async function insertEventRows(
-  rowsOf: RowsOf,
-  t: Tables,
-  items: NewEventWithDeliveries[],
-  { guard, notify }: InsertEventRowsOptions = {},
-): Promise<InsertEventResult[] | null> {
-  const events = items.map((i) => i.event)
-  const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
-  // The same id twice in one batch: only the first occurrence may bring deliveries.
-  const firsts = new Set<string>()
-  const rows: { e: (typeof events)[number]; d: NewEventWithDeliveries['deliveries'][number] }[] = []
-  for (const { event: e, deliveries } of items) {
-    const key = `${e.tenant_id}\u0000${e.id}`
-    if (firsts.has(key)) continue
-    firsts.add(key)
-    for (const d of deliveries) rows.push({ e, d })
-  }
-  const written = (await rowsOf(sql`
+export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
+  const c = (name: InsertColumn, type: string) => column(name, type)
+  const named = Object.entries(checks ?? {})
+  const guard = named.length ? sql.join(named.map(([, holds]) => sql`(${holds})`), sql` and `) : undefined
+  return prepared<string>(sql`
     with input as (
-      select * from ${unnest(
-        col(events.map((e) => e.tenant_id), 'text'),
-        col(events.map((e) => e.id), 'text'),
-        col(events.map((e) => e.topic), 'text'),
-        col(events.map((e) => iso(e.time)), 'timestamptz'),
-        col(events.map((e) => JSON.stringify(e.data)), 'jsonb'),
-        col(events.map((e) => JSON.stringify(e.metadata)), 'jsonb'),
-        col(events.map((e) => (e.eligible_for_retry ? 't' : 'f')), 'bool'),
-        col(events.map((e) => iso(e.created_at)), 'timestamptz'),
-        col(groups, 'text'),
-      )} as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp)${guard ? sql` where ${guard}` : sql``}
+      select * from unnest(${c('e_tenant', 'text')}, ${c('e_id', 'text')}, ${c('e_topic', 'text')}, ${c('e_time', 'timestamptz')}, ${c('e_data', 'jsonb')},
+        ${c('e_metadata', 'jsonb')}, ${c('e_retry', 'bool')}, ${c('e_created', 'timestamptz')}, ${c('e_group', 'text')})
+        as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp)${guard ? sql` where ${guard}` : sql``}
     ), owner as (
       select id from ${t.tenants} where id in (select tenant_id from input) for key share
     ), orphaned as (
@@ -86,44 +57,118 @@ export async function insertEventRows(
     ), target as (
       -- Joined to the held tenants, so a destination is held only after its tenant (deleteTenant's order).
       select d.tenant_id, d.id from ${t.destinations} d join owner on owner.id = d.tenant_id
-      where (d.tenant_id, d.id) in (select * from ${unnest(col(rows.map((r) => r.e.tenant_id), 'text'), col(rows.map((r) => r.d.destination_id), 'text'))})
+      where (d.tenant_id, d.id) in (select * from unnest(${c('d_tenant', 'text')}, ${c('d_destination', 'text')}))
       for key share of d
     ), dl as (
       insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key,
         attempt_count, manual, order_seq, order_state)
-      select d.*, 0, false, case when d.order_key is null then null else nextval(${orderSequence(t)}) end,
-        case when d.order_key is null then null else 'waiting' end from ${unnest(
-        col(rows.map((r) => r.d.id), 'text'),
-        col(rows.map((r) => r.e.tenant_id), 'text'),
-        col(rows.map((r) => r.e.id), 'text'),
-        col(rows.map((r) => r.d.destination_id), 'text'),
-        col(rows.map((r) => r.e.topic), 'text'),
-        col(rows.map((r) => iso(r.e.time)), 'timestamptz'),
-        col(rows.map((r) => (r.d.skipped || r.d.order_key !== undefined ? null : iso(r.d.next_attempt_at))), 'timestamptz'),
-        col(rows.map((r) => r.d.lease_owner ?? null), 'text'),
-        col(rows.map((r) => iso(r.d.lease_until)), 'timestamptz'),
-        col(rows.map((r) => (r.d.skipped ? 'skipped' : 'pending')), 'text'),
-        col(rows.map((r) => (r.d.skipped ? iso(r.e.created_at) : null)), 'timestamptz'),
-        col(rows.map((r) => (r.d.skipped ? null : (r.d.order_key ?? null))), 'text'),
-      )} as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key)
+      select d.*, 0, false, case when d.order_key is null then null else nextval(${sql.raw(`'${orderSequence(t)}'`)}) end,
+        case when d.order_key is null then null else 'waiting' end
+      from unnest(${c('d_id', 'text')}, ${c('d_tenant', 'text')}, ${c('d_event', 'text')}, ${c('d_destination', 'text')}, ${c('d_topic', 'text')},
+        ${c('d_event_time', 'timestamptz')}, ${c('d_next', 'timestamptz')}, ${c('d_lease_owner', 'text')}, ${c('d_lease_until', 'timestamptz')},
+        ${c('d_status', 'text')}, ${c('d_skipped_at', 'timestamptz')}, ${c('d_order_key', 'text')})
+        as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key)
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
       returning tenant_id, event_id, destination_id, status
-    )${notify === undefined ? sql`` : sql`, wake as (select pg_notify(${notify}, '') from (select 1) one where exists (select 1 from dl))`}
+    )
     select 'event' as kind, tenant_id, id as ref, null as destination_id from ev
     union all select 'delivery', tenant_id, event_id, destination_id from dl where status <> 'skipped'
-    union all select 'orphaned', tenant_id, grp, null from orphaned${notify === undefined ? sql`` : sql`
-    union all select 'wake', null, null, null from wake`}${guard ? sql`
-    union all select 'refused', null, null, null where not (${guard})` : sql``}`)) as [kind: string, tenant_id: string, ref: string, destination_id: string | null][]
+    union all select 'orphaned', tenant_id, grp, null from orphaned${guard ? sql`
+    union all select 'xact', pg_current_xact_id()::text, null, null where exists (select 1 from dl)` : sql``}${sql.join(
+      named.map(([name, holds]) => sql`
+    union all select 'refused', ${sql.raw(`'${name}'`)}, null, null where not (${holds})`),
+    )}`)
+}
+
+/** The statements of an event insert: the insert (see eventInsertStatement) and the read of a duplicate's destinations. */
+export interface EventInserts {
+  insert: ReturnType<typeof eventInsertStatement>
+  existing: ReturnType<typeof prepared<'tenant' | 'event'>>
+}
+
+/** The statements of an event insert, with the checks of eventInsertStatement if given. */
+export function eventInserts(t: Tables, checks?: Record<string, SQL>): EventInserts {
+  return {
+    insert: eventInsertStatement(t, checks),
+    existing: prepared<'tenant' | 'event'>(
+      sql`select destination_id from ${t.deliveries} where tenant_id = ${slot('tenant')}::text and event_id = ${slot('event')}::text and status <> 'skipped'`,
+    ),
+  }
+}
+
+export interface InsertedEventRows {
+  results: InsertEventResult[]
+  /** `pg_current_xact_id()` of the statement's transaction, when it has checks and wrote deliveries. */
+  xact?: string
+}
+
+/** The statement wrote nothing: these checks did not hold. */
+export interface RefusedEventRows {
+  refused: string[]
+}
+
+/**
+ * One statement (atomic by itself, no BEGIN/COMMIT round trips): the events, then deliveries of the inserted ones.
+ * It holds the tenant and destination rows it writes for (`for key share`: a delete waits, an update does not),
+ * so a concurrent delete either removes these rows after commit or committed first and they are not written.
+ * It takes no other lock on shared rows, so inside a host's long transaction it blocks no other publish or delivery.
+ * `checkValues`: the values of the checks' placeholders.
+ */
+export async function insertEventRows(
+  driver: Driver,
+  statements: EventInserts,
+  items: NewEventWithDeliveries[],
+  checkValues: Record<string, unknown> = {},
+): Promise<InsertedEventRows | RefusedEventRows> {
+  const events = items.map((i) => i.event)
+  const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
+  // The same id twice in one batch: only the first occurrence may bring deliveries.
+  const firsts = new Set<string>()
+  const rows: { e: (typeof events)[number]; d: NewEventWithDeliveries['deliveries'][number] }[] = []
+  for (const { event: e, deliveries } of items) {
+    const key = `${e.tenant_id}\u0000${e.id}`
+    if (firsts.has(key)) continue
+    firsts.add(key)
+    for (const d of deliveries) rows.push({ e, d })
+  }
+  const columns: Record<InsertColumn, (string | null)[]> = {
+    e_tenant: events.map((e) => e.tenant_id),
+    e_id: events.map((e) => e.id),
+    e_topic: events.map((e) => e.topic),
+    e_time: events.map((e) => iso(e.time)),
+    e_data: events.map((e) => JSON.stringify(e.data)),
+    e_metadata: events.map((e) => JSON.stringify(e.metadata)),
+    e_retry: events.map((e) => (e.eligible_for_retry ? 't' : 'f')),
+    e_created: events.map((e) => iso(e.created_at)),
+    e_group: groups,
+    d_id: rows.map((r) => r.d.id),
+    d_tenant: rows.map((r) => r.e.tenant_id),
+    d_event: rows.map((r) => r.e.id),
+    d_destination: rows.map((r) => r.d.destination_id),
+    d_topic: rows.map((r) => r.e.topic),
+    d_event_time: rows.map((r) => iso(r.e.time)),
+    d_next: rows.map((r) => (r.d.skipped || r.d.order_key !== undefined ? null : iso(r.d.next_attempt_at))),
+    d_lease_owner: rows.map((r) => r.d.lease_owner ?? null),
+    d_lease_until: rows.map((r) => iso(r.d.lease_until)),
+    d_status: rows.map((r) => (r.d.skipped ? 'skipped' : 'pending')),
+    d_skipped_at: rows.map((r) => (r.d.skipped ? iso(r.e.created_at) : null)),
+    d_order_key: rows.map((r) => (r.d.skipped ? null : (r.d.order_key ?? null))),
+  }
+  const written = (await statements.insert(driver, { ...columns, ...checkValues })) as [kind: string, tenant_id: string, ref: string, destination_id: string | null][]
   const fresh = new Set<string>()
   const delivered = new Set<string>()
   const missing = new Map<string, string>()
+  let transaction: string | undefined
+  const refused: string[] = []
   for (const [kind, tenantId, ref, destinationId] of written) {
     if (kind === 'event') fresh.add(`${tenantId}\u0000${ref}`)
     else if (kind === 'delivery') delivered.add(`${tenantId}\u0000${ref}\u0000${destinationId}`)
     else if (kind === 'orphaned') missing.set(ref, tenantId)
-    else if (kind === 'refused') return null
+    else if (kind === 'xact') transaction = tenantId
+    else if (kind === 'refused') refused.push(tenantId)
   }
+  if (refused.length) return { refused }
   const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
     const missingTenant = missing.get(groups[index]!)
     if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
@@ -133,72 +178,10 @@ export async function insertEventRows(
   for (const [index, r] of results.entries()) {
     if (!r.duplicate) continue
     const { tenant_id, id } = items[index]!.event
-    const existing = await rowsOf(sql`select destination_id from ${t.deliveries} where tenant_id = ${tenant_id} and event_id = ${id} and status <> 'skipped'`)
+    const existing = await statements.existing(driver, { tenant: tenant_id, event: id })
     r.destination_ids = existing.map(([destinationId]) => destinationId as string)
   }
-  return results
-}
-
-/**
- * One statement: move each delivery to its next state, then log the attempts of the deliveries still there.
- * The update holds the delivery rows, so a tenant delete either waits and then sees these attempts, or
- * committed first and no attempt is written for it. A delivery cancelled meanwhile stays cancelled.
- * An attempt already logged is skipped with its delivery's update: the worker writes results again when
- * a write failed on a lost connection or a deadline, and such a write may have committed after all.
- */
-async function writeAttempts(db: Db, t: Tables, writes: AttemptWrite[]): Promise<void> {
-  const a = writes.map((w) => w.attempt)
-  const d = t.deliveries
-  await db.execute(sql`
-    with locked as (
-      -- In id order, as every statement writing many deliveries locks them (see deliveriesInIdOrder).
-      select ${d.id} from ${d} where ${d.id} = any(${col(writes.map((w) => w.delivery.id), 'text')}) order by ${d.id} for update
-    ), updated as (
-      update ${d} set
-        status = case when ${d.status} = 'cancelled' then ${d.status} else v.status end,
-        attempt_count = ${d.attempt_count} + 1,
-        manual = false,
-        next_attempt_at = case when ${d.status} = 'cancelled' then null else v.next_at end,
-        lease_owner = null,
-        lease_until = null,
-        last_attempt_at = v.delivered_at,
-        successful_at = coalesce(${d.successful_at}, v.successful_at),
-        skipped_at = null
-      from ${unnest(
-        col(writes.map((w) => w.delivery.id), 'text'),
-        col(writes.map((w) => w.delivery.status), 'text'),
-        col(writes.map((w) => iso(w.delivery.next_attempt_at)), 'timestamptz'),
-        col(writes.map((w) => iso(w.attempt.delivered_at)), 'timestamptz'),
-        col(writes.map((w) => iso(w.delivery.successful_at)), 'timestamptz'),
-        col(writes.map((w) => w.attempt.id), 'text'),
-      )} as v(id, status, next_at, delivered_at, successful_at, attempt_id)
-      where ${d.id} = v.id and ${d.id} in (select id from locked)
-        and not exists (select 1 from ${t.attempts} done where done.id = v.attempt_id)
-      returning ${d.id}
-    )
-    insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
-    select * from ${unnest(
-      col(a.map((x) => x.id), 'text'),
-      col(a.map((x) => x.tenant_id), 'text'),
-      col(a.map((x) => x.event_id), 'text'),
-      col(a.map((x) => x.destination_id), 'text'),
-      col(a.map((x) => x.delivery_id), 'text'),
-      col(a.map((x) => String(x.attempt_number)), 'int'),
-      col(a.map((x) => (x.manual ? 't' : 'f')), 'bool'),
-      col(a.map((x) => x.status), 'text'),
-      col(a.map((x) => (x.response_status_code === null ? null : String(x.response_status_code))), 'int'),
-      col(a.map((x) => x.response_body), 'text'),
-      col(a.map((x) => (x.response_headers === null ? null : JSON.stringify(x.response_headers))), 'jsonb'),
-      col(a.map((x) => x.error), 'text'),
-      col(a.map((x) => x.error_kind), 'text'),
-      col(a.map((x) => (x.duration_ms === null ? null : String(x.duration_ms))), 'int'),
-      col(a.map((x) => iso(x.delivered_at)), 'timestamptz'),
-      col(a.map((x) => x.topic), 'text'),
-      col(a.map((x) => x.destination_type), 'text'),
-    )} as a(id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-      response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
-    where a.delivery_id in (select id from updated)`)
+  return { results, xact: transaction }
 }
 
 /**

@@ -1,10 +1,13 @@
 import { is, sql, type SQL } from 'drizzle-orm'
-import { PgDatabase, PgDialect, PgTransaction } from 'drizzle-orm/pg-core'
+import { PgDatabase, PgTransaction } from 'drizzle-orm/pg-core'
 import { OutflowError } from '../errors.js'
-import { insertEventRows, type RowsOf } from './postgres-hot-path.js'
+import type { CommitWatch } from './postgres-commit-watch.js'
+import { insertEventRows, type EventInserts } from './postgres-hot-path.js'
 import { mapStorageError } from './postgres-faults.js'
+import { slot, type Driver } from './postgres-prepared.js'
+import { targetsUnchanged, type PublishTargetCache } from './postgres-publish-targets.js'
 import type { Tables } from './sql-context.js'
-import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
+import type { InsertEventResult, NewEventWithDeliveries, PublishTarget } from './storage.js'
 
 // Publishing through the host's own Postgres transaction (the outbox): Outflow's rows are written on the
 // host's connection, inside its transaction, so they commit or roll back with the host's own rows.
@@ -16,18 +19,20 @@ export interface ServerIdentity {
 }
 
 export interface OutboxContext {
-  /** Outflow's tables, schema-qualified: the host's session may have another search_path. */
-  tables: Tables
+  /** The event insert with `outboxChecks` (on Outflow's tables, schema-qualified: the host's session may have another search_path). */
+  inserts: EventInserts
   schema: string
-  /** The NOTIFY channel workers listen on. */
-  channel: string
   /** The engine's own identity (cached; `refresh` reads it again, e.g. after a server restart). */
   serverIdentity(refresh?: boolean): Promise<ServerIdentity>
+  /** Publish targets kept between publishes (each use checked by the statement). */
+  targets: PublishTargetCache
+  /** Told the id of each host transaction that wrote deliveries: wakes the workers once it commits. */
+  commits: CommitWatch
 }
 
-/** The part of a postgres.js connection handle Outflow uses: text queries, rows as arrays. */
-interface HostSql {
-  unsafe(query: string): { values(): Promise<unknown[][]> }
+/** The part of a postgres.js connection handle Outflow uses: simple queries and prepared statements, rows as arrays. */
+interface HostSql extends Driver {
+  unsafe(query: string, parameters?: unknown[], options?: { prepare: boolean }): { values(): Promise<unknown[][]>; execute(): unknown }
 }
 
 /** When the server started, in microseconds, as text: with current_database(), what tells one database from another. */
@@ -35,33 +40,99 @@ export const serverStartedSql = '((extract(epoch from pg_postmaster_start_time()
 const started = sql.raw(serverStartedSql)
 
 /**
- * Insert events with their deliveries through the host's transaction `tx`, in one statement. The statement
- * writes nothing unless it runs inside an open transaction block on the engine's own database and server:
- * a handle whose transaction has ended would otherwise run it on its own (committed at once), and one on
- * another database would write where no worker looks.
+ * What the event insert checks in a host's transaction. `host`: it runs right after `markTransaction` in the same
+ * transaction block, on the engine's database and server (placeholders `database`, `started`). `stale`: the
+ * targets it was planned from are those the transaction sees (placeholders `version_tenant`, `version`).
  */
-export async function insertEventsInTransaction(ctx: OutboxContext, tx: unknown, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> {
+export const outboxChecks = (t: Tables): Record<Refusal, SQL> => ({
+  host: sql`coalesce(current_setting('outflow.publishing', true), '') = 'on'
+    and current_database() = ${slot('database')}::text and ${started} = ${slot('started')}::text`,
+  stale: targetsUnchanged(t),
+})
+
+type Refusal = 'host' | 'stale'
+
+/**
+ * Marks the transaction the statement after it runs in. A transaction-local setting (set_config's `true`): inside
+ * the host's transaction block it lasts until the block ends; outside one, this simple query is a transaction of
+ * its own and the setting is gone when the next statement runs.
+ */
+const markTransaction = "select set_config('outflow.publishing', 'on', true)"
+
+/**
+ * Plan events from their tenants' publish targets (`plan`) and insert them with their deliveries through the host's
+ * transaction `tx`, in one statement. The statement writes nothing unless it runs inside an open transaction block
+ * on the engine's own database and server: a handle whose transaction has ended would otherwise run it on its own
+ * (committed at once), and one on another database would write where no worker looks.
+ *
+ * The targets come from `ctx.targets` when kept there; the statement checks they are still those the host's
+ * transaction sees, and if not (or if planning from them found no such tenant or destination) the publish is
+ * planned again from targets read now, which the statement then takes as they are (as a publish outside a
+ * transaction does). A host transaction in READ COMMITTED sees everything committed before the statement began,
+ * so no destination created, changed or enabled before the publish started is missed, whichever engine made it.
+ *
+ * It is a prepared statement on the host's connection (parsed once per connection), sent right behind
+ * `markTransaction` in one round trip. It carries no NOTIFY (see postgres-commit-watch.ts): `ctx.commits`
+ * announces the deliveries once the host's transaction has committed.
+ */
+export async function insertEventsInTransaction(
+  ctx: OutboxContext,
+  tx: unknown,
+  tenantIds: string[],
+  plan: (targets: Map<string, PublishTarget[]>) => NewEventWithDeliveries[],
+): Promise<{ planned: NewEventWithDeliveries[]; results: InsertEventResult[] }> {
   const host = hostSql(tx)
-  const rowsOf: RowsOf = (query) => host.unsafe(inlineQuery(query)).values()
-  for (let refreshed = false; ; refreshed = true) {
+  let fresh = false
+  let refreshed = false
+  for (;;) {
+    const known = fresh ? await ctx.targets.read(tenantIds) : await ctx.targets.get(tenantIds)
+    let items: NewEventWithDeliveries[]
+    try {
+      items = plan(new Map([...known].map(([id, kept]) => [id, kept.targets])))
+    } catch (err) {
+      // A tenant or destination_id that kept targets lack may have been created since they were read.
+      if (!fresh && err instanceof OutflowError && err.code === 'not_found') {
+        fresh = true
+        continue
+      }
+      throw err
+    }
     const identity = await ctx.serverIdentity(refreshed)
-    // statement_timestamp() is later than transaction_timestamp() only after an earlier statement of the same
-    // transaction (BEGIN at least). Sent as a simple query (no parameters): under the extended protocol an
-    // implicit transaction starts at Parse and the statement at Execute, so the two could differ outside a block.
-    const guard = sql`statement_timestamp() > transaction_timestamp() and current_database() = ${identity.database} and ${started} = ${identity.started}`
+    // Freshly read targets are taken as they are: no versions to check.
+    const checked = fresh ? [] : [...known]
+    const values = {
+      database: identity.database,
+      started: identity.started,
+      version_tenant: checked.map(([id]) => id),
+      version: checked.map(([, kept]) => kept.version),
+    }
     let seen: unknown[] | undefined
     try {
-      const results = await insertEventRows(rowsOf, ctx.tables, items, { guard, notify: ctx.channel })
-      if (results) return results
-      // Refused: why (a simple query too, for the same reason as the guard).
+      // Both on the connection's queue before either is sent: pipelined, and nothing of the host's between them.
+      const marked = Promise.resolve(host.unsafe(markTransaction).execute())
+      const inserted = insertEventRows(host, ctx.inserts, items, values)
+      // In an aborted transaction both fail: the statement's error is the one to report.
+      await Promise.all([marked, inserted]).catch(() => undefined)
+      const written = await inserted
+      if ('results' in written) {
+        if (written.xact !== undefined) ctx.commits.watch(written.xact)
+        return { planned: items, results: written.results }
+      }
+      if (!written.refused.includes('host')) {
+        fresh = true
+        continue
+      }
+      // Refused: why. A simple query: under the extended protocol an implicit transaction starts at Parse or Bind
+      // and the statement at Execute, so statement_timestamp() could pass transaction_timestamp() outside a block too.
       seen = (await host.unsafe(`select (statement_timestamp() > transaction_timestamp())::text, current_database(), ${serverStartedSql}`).values())[0]
     } catch (err) {
       throw hostError(err, ctx.schema)
     }
     if (seen?.[0] !== 'true') throw transactionEnded()
     // The server restarted since the identity was read: read it again, once.
-    if (!refreshed) continue
-    throw otherDatabase(`the transaction is on database "${String(seen[1])}" of ${seen[2] === identity.started ? 'the same' : 'another'} server, Outflow's storage on "${identity.database}"`)
+    if (refreshed)
+      throw otherDatabase(`the transaction is on database "${String(seen[1])}" of ${seen[2] === identity.started ? 'the same' : 'another'} server, Outflow's storage on "${identity.database}"`)
+    refreshed = true
   }
 }
 
@@ -79,35 +150,6 @@ function hostSql(tx: unknown): HostSql {
   if (typeof (handle as { begin?: unknown }).begin === 'function') throw notTransaction('the postgres.js pool, not a transaction: pass the `tx` of sql.begin(async (tx) => …)')
   return handle as unknown as HostSql
 }
-
-const dialect = new PgDialect()
-
-/**
- * The query as one text with its parameters written in as literals, so postgres.js sends it as a simple
- * query. Strings become E'' literals with backslashes and quotes doubled: literal text whatever
- * `standard_conforming_strings` says. Parameters are strings, numbers, booleans, null and text arrays.
- */
-export function inlineQuery(query: SQL): string {
-  const { sql: text, params } = dialect.sqlToQuery(query)
-  return text.replace(/\$(\d+)/g, (_, n: string) => literal(params[Number(n) - 1]))
-}
-
-function literal(value: unknown): string {
-  if (value === null || value === undefined) return 'NULL'
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value)
-  if (typeof value === 'boolean') return String(value)
-  if (typeof value === 'string') return quote(value)
-  if (Array.isArray(value)) return quote(`{${value.map(arrayElement).join(',')}}`)
-  throw new TypeError(`outflow: cannot write a ${typeof value} parameter into a query`)
-}
-
-function quote(text: string): string {
-  // Postgres text cannot hold NUL; the protocol would end the query at it.
-  if (text.includes('\u0000')) throw new OutflowError('validation', 'validation error', { data: { '(body)': 'text must not contain the NUL character' } })
-  return `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`
-}
-
-const arrayElement = (value: unknown) => (value === null || value === undefined ? 'NULL' : `"${String(value).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)
 
 const sqlState = (err: unknown): string | undefined => {
   let error = err

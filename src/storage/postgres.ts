@@ -7,10 +7,14 @@ import { importPeer, loadPeer } from '../load-peer.js'
 import { migrationsFolder } from './migrations-folder.js'
 import { qualifiedPostgresTables, schemaNamePattern } from './schema/postgres.js'
 import type { Db, SqlContext } from './sql-context.js'
-import { postgresHotPath } from './postgres-hot-path.js'
+import { eventInserts, postgresHotPath } from './postgres-hot-path.js'
+import type { Driver } from './postgres-prepared.js'
 import { parseTimestamptz, timestamptzOid } from './postgres-timestamps.js'
 import { containedTransaction, mapStorageError, reconnectDelaySeconds, withDeadline } from './postgres-faults.js'
-import { insertEventsInTransaction, serverStartedSql, type ServerIdentity } from './postgres-outbox.js'
+import { CommitWatch, commitStatuses } from './postgres-commit-watch.js'
+import { insertEventsInTransaction, outboxChecks, serverStartedSql, type ServerIdentity } from './postgres-outbox.js'
+import { PublishTargetCache, targetsReader } from './postgres-publish-targets.js'
+import { postgresQueue } from './postgres-queue.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage } from './storage.js'
 
@@ -144,8 +148,16 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       }
       return identity
     }
-    return createSqlStorage(ctx, {
-      insertEventsInTransaction: (tx, items) => insertEventsInTransaction({ tables, schema: schemaName, channel: workChannel, serverIdentity }, tx, items),
+    const driver = client as unknown as Driver
+    // The per-delivery calls as single prepared statements (see postgres-queue.ts).
+    const queue = postgresQueue(tables, driver, bounded)
+    const statusesOf = commitStatuses(driver, workChannel)
+    const commits = new CommitWatch((xacts) => bounded(() => statusesOf(xacts)))
+    const readTargets = targetsReader(tables, driver)
+    const targets = new PublishTargetCache((tenantIds) => bounded(() => readTargets(tenantIds)))
+    const outbox = { inserts: eventInserts(tables, outboxChecks(tables)), schema: schemaName, serverIdentity, targets, commits }
+    const storage = createSqlStorage(ctx, {
+      insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
       async migrate() {
         // One connection holds a session advisory lock, so two processes starting at once migrate one after the other.
         // Its search_path is Outflow's schema: the committed migrations name their tables without one.
@@ -161,6 +173,7 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
         }
       },
       async close() {
+        commits.close()
         await client.end({ timeout: 5 })
       },
       async lockPruner() {
@@ -184,6 +197,8 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
         return unlisten
       },
     })
+    const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = queue
+    return { ...storage, publishTargets, claimDueDeliveries, recordAttempts, extendLeases }
   }
 }
 

@@ -34,8 +34,11 @@ export interface HotPath {
   singleStatementInsert?: boolean
   /** Insert events and their deliveries; an existing (tenant_id, id) is a duplicate naming its destinations. */
   insertEvents(db: Db, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]> | InsertEventResult[]
-  /** Insert the attempt rows and move each delivery to its next state. */
-  writeAttempts(db: Db, writes: AttemptWrite[]): Promise<void> | void
+  /**
+   * Insert the attempt rows and move each delivery to its next state. Absent where the driver writes attempt
+   * results with a statement of its own (Postgres: postgres-queue.ts) instead of the shared recordAttempts.
+   */
+  writeAttempts?(db: Db, writes: AttemptWrite[]): Promise<void> | void
   /** One batch of old events with their deliveries and attempts (see Storage.pruneEvents), in the caller's transaction. */
   pruneEvents(db: Db, request: PruneRequest): Promise<PruneBatch> | PruneBatch
   /**

@@ -77,6 +77,8 @@ async function loadClaimed(ctx: SqlContext, db: Db, ids: string[]): Promise<Clai
 
 export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): Promise<DestinationStreak[]> {
   const { destinations } = ctx.tables
+  const { writeAttempts } = ctx.hotPath
+  if (!writeAttempts) throw new Error('this storage records attempts with its own statement')
   if (writes.length === 0) return []
   return ctx.transaction(async (db) => {
     // Failure streaks per destination: failures after the batch's last success, added to the stored streak if none.
@@ -109,7 +111,7 @@ export async function recordAttempts(ctx: SqlContext, writes: AttemptWrite[]): P
       if (row) result.push({ tenant_id: s.tenant_id, destination_id: s.destination_id, consecutive_failures: row.n })
     }
     // After the destinations, the order deleteTenant and deleteDestination lock rows in.
-    await ctx.hotPath.writeAttempts(db, writes)
+    await writeAttempts(db, writes)
     // FIFO destinations: a finished delivery lets the next one of its key go.
     const finished = writes.flatMap(({ attempt, delivery }) =>
       delivery.order_key != null && delivery.status !== 'pending' ? [{ tenant_id: attempt.tenant_id, destination_id: attempt.destination_id, order_key: delivery.order_key }] : [],

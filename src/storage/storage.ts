@@ -80,10 +80,17 @@ export interface Storage {
   promoteWaitingDeliveries(now: Date): Promise<number>
   /**
    * Postgres: `insertEvents` through the host's own open transaction `tx` (a postgres.js transaction, or a
-   * drizzle transaction over postgres.js), as one statement whose NOTIFY is delivered when the host commits.
+   * drizzle transaction over postgres.js), as one statement; the workers are woken once the host has committed.
+   * `plan` makes the events' rows from their tenants' publish targets (as `publishTargets` gives them): the
+   * storage may plan from targets it read earlier, which the statement checks against what the transaction sees,
+   * planning again from a fresh read if they changed. Returns the rows it planned and what was inserted.
    * Refuses (OutflowError) a `tx` that is not a transaction, has ended, or is on another database.
    */
-  insertEventsInTransaction?(tx: unknown, items: NewEventWithDeliveries[]): Promise<InsertEventResult[]>
+  insertEventsInTransaction?(
+    tx: unknown,
+    tenantIds: string[],
+    plan: (targets: Map<string, PublishTarget[]>) => NewEventWithDeliveries[],
+  ): Promise<{ planned: NewEventWithDeliveries[]; results: InsertEventResult[] }>
   /**
    * SQLite: the host's own better-sqlite3 connection to this database file (or a drizzle database or
    * transaction over one), for publishing synchronously inside the host's transaction. Refuses

@@ -373,6 +373,54 @@ for (const kind of storageKinds()) {
         expect(await s.listAttempts('t-again', 'a1')).toHaveLength(2)
       })
 
+      // Postgres writes a batch as one statement whose streaks count only the attempts it logged; SQLite counts
+      // them before it looks (its write commits or fails locally, so it is not made again after a commit).
+      it.runIf(kind.name === 'postgres')('writing a batch again leaves the failure streaks as they were (the write may have committed after its deadline)', async () => {
+        await s.upsertTenant('t-again2', {}, t0)
+        await s.insertDestination(destination('t-again2', 'd'))
+        await s.insertEvents(['a', 'b'].map((id) => ({ event: event('t-again2', id), deliveries: [{ id: `dlv-again2-${id}`, destination_id: 'd', next_attempt_at: t0 }] })))
+        const first = [attempted('t-again2', 'dlv-again2-a', 'a', 'd', false, 10), attempted('t-again2', 'dlv-again2-b', 'b', 'd', false, 11)]
+        expect(await s.recordAttempts(first)).toEqual([{ tenant_id: 't-again2', destination_id: 'd', consecutive_failures: 2 }])
+        // The same batch, and a new failure behind it: only the new one counts.
+        const again = await s.recordAttempts([...first, attempted('t-again2', 'dlv-again2-a', 'a', 'd', false, 20)])
+        expect(again).toEqual([{ tenant_id: 't-again2', destination_id: 'd', consecutive_failures: 3 }])
+        expect((await s.getDestination('t-again2', 'd'))!.consecutive_failures).toBe(3)
+        expect(await s.listAttempts('t-again2', 'a')).toHaveLength(2)
+      })
+
+      it('a failure streak counts the failures after the batch\'s last success, in batch order', async () => {
+        await s.upsertTenant('t-order', {}, t0)
+        await s.insertDestination(destination('t-order', 'd'))
+        await s.insertEvents(['a', 'b', 'c', 'e'].map((id) => ({ event: event('t-order', id), deliveries: [{ id: `dlv-order-${id}`, destination_id: 'd', next_attempt_at: t0 }] })))
+        expect(await s.recordAttempts([attempted('t-order', 'dlv-order-a', 'a', 'd', false, 1)])).toEqual([{ tenant_id: 't-order', destination_id: 'd', consecutive_failures: 1 }])
+        const streaks = await s.recordAttempts([
+          attempted('t-order', 'dlv-order-b', 'b', 'd', false, 2),
+          attempted('t-order', 'dlv-order-c', 'c', 'd', true, 3),
+          attempted('t-order', 'dlv-order-e', 'e', 'd', false, 4),
+        ])
+        expect(streaks).toEqual([{ tenant_id: 't-order', destination_id: 'd', consecutive_failures: 1 }])
+        expect(await s.recordAttempts([attempted('t-order', 'dlv-order-b', 'b', 'd', true, 5)])).toEqual([{ tenant_id: 't-order', destination_id: 'd', consecutive_failures: 0 }])
+      })
+
+      it('a FIFO delivery that finishes makes the next one of its key due in the same write; a retry keeps it waiting', async () => {
+        await s.upsertTenant('t-fifo', {}, t0)
+        await s.insertDestination(destination('t-fifo', 'd'))
+        const keyed = (id: string, key: string) => ({ event: event('t-fifo', id), deliveries: [{ id: `dlv-fifo-${id}`, destination_id: 'd', next_attempt_at: t0, order_key: key }] })
+        await s.insertEvents([keyed('k1', 'k'), keyed('k2', 'k'), keyed('k3', 'k'), keyed('j1', 'j'), keyed('j2', 'j')])
+        const due = async (now: number) =>
+          (await s.claimDueDeliveries({ owner: `w${now}`, now: at(now), leaseUntil: at(now + 100_000), limit: 100 })).map((c) => c.id).filter((id) => id.startsWith('dlv-fifo')).sort()
+        expect(await due(1000)).toEqual(['dlv-fifo-j1', 'dlv-fifo-k1'])
+        const write = (id: string, key: string, ok: boolean, ms: number): AttemptWrite => {
+          const w = attempted('t-fifo', `dlv-fifo-${id}`, id, 'd', ok, ms)
+          return { ...w, delivery: { ...w.delivery, order_key: key } }
+        }
+        // k1 succeeds, j1 fails and will be retried: k2 is due, j2 still waits behind j1.
+        await s.recordAttempts([write('k1', 'k', true, 2000), write('j1', 'j', false, 2001)])
+        expect(await due(5000)).toEqual(['dlv-fifo-j1', 'dlv-fifo-k2'])
+        await s.recordAttempts([write('j1', 'j', true, 6000)])
+        expect(await due(9000)).toEqual(['dlv-fifo-j2'])
+      })
+
       it('records attempts, updates delivery state and failure streaks, and lists attempted pairs only', async () => {
         await s.upsertTenant('t-r', {}, t0)
         await s.insertDestination(destination('t-r', 'd1'))

@@ -1,0 +1,247 @@
+import { sql } from 'drizzle-orm'
+import type { Tables } from './sql-context.js'
+import { asyncCommit, column, iso, prepared, slot, type Driver } from './postgres-prepared.js'
+import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, DestinationStreak, EventRecord } from './storage.js'
+
+// The calls every publish and every batch of deliveries makes on Postgres, each one prepared statement:
+// atomic by itself, so no BEGIN/COMMIT round trips, and after a connection's first run a single round
+// trip. What they write (leases, attempt results) commits without waiting for the WAL flush (asyncCommit).
+
+/** The calls of the Storage port these statements serve. */
+export type PostgresQueue = ReturnType<typeof postgresQueue>
+
+/**
+ * @param driver the engine's pool
+ * @param run bounds each call by the storage deadline and maps connection faults (see postgres.ts)
+ */
+export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>) {
+  const claim = claimStatement(t, false)
+  const claimWindow = claimStatement(t, true)
+  const record = recordStatement(t)
+  const extend = extendStatement(t)
+  const targets = targetsStatement(t)
+  return {
+    async publishTargets(tenantIds: string[]): Promise<Map<string, DestinationRecord[]>> {
+      const rows = await run(() => targets(driver, { ids: tenantIds }))
+      const result = new Map<string, DestinationRecord[]>()
+      for (const [tenant, ...columns] of rows) {
+        const list = result.get(tenant as string) ?? []
+        result.set(tenant as string, list)
+        if (columns[0] !== null) list.push(Object.fromEntries(destinationColumns.map((name, i) => [name, columns[i]])) as unknown as DestinationRecord)
+      }
+      return result
+    },
+
+    async claimDueDeliveries(q: ClaimRequest): Promise<ClaimedDelivery[]> {
+      const values = { now: iso(q.now), since: iso(q.dueSince), limit: q.limit, owner: q.owner, until: iso(q.leaseUntil) }
+      const rows = await run(() => (q.dueSince ? claimWindow : claim)(driver, values))
+      return rows.map(claimedDelivery)
+    },
+
+    async recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]> {
+      if (writes.length === 0) return []
+      // FIFO destinations: a finished delivery lets the next one of its key go.
+      const finished = writes.filter(({ delivery }) => delivery.order_key != null && delivery.status !== 'pending')
+      const keys = {
+        key_tenant: finished.map((w) => w.attempt.tenant_id),
+        key_destination: finished.map((w) => w.attempt.destination_id),
+        key: finished.map((w) => w.delivery.order_key!),
+        now: iso(writes[0]!.attempt.delivered_at),
+      }
+      const rows = await run(() => record(driver, { ...attemptColumns(writes), ...keys }))
+      return rows.map(([tenant_id, destination_id, consecutive_failures]) => ({
+        tenant_id: tenant_id as string,
+        destination_id: destination_id as string,
+        consecutive_failures: consecutive_failures as number,
+      }))
+    },
+
+    async extendLeases(owner: string, ids: string[], leaseUntil: Date): Promise<number> {
+      if (ids.length === 0) return 0
+      const rows = await run(() => extend(driver, { owner, ids, until: iso(leaseUntil) }))
+      return rows.length
+    },
+  }
+}
+
+const destinationColumns = [
+  'tenant_id', 'id', 'type', 'topics', 'filter', 'config', 'credentials', 'delivery_metadata', 'metadata',
+  'disabled_at', 'created_at', 'updated_at', 'consecutive_failures', 'delivery',
+] as const satisfies readonly (keyof DestinationRecord)[]
+
+/** Each tenant with each of its destinations (once with nulls if it has none), oldest destination first; unknown tenants absent. */
+function targetsStatement(t: Tables) {
+  return prepared<'ids'>(sql`
+    select tn.id, ${sql.raw(destinationColumns.map((c) => `d.${c}`).join(', '))}
+    from ${t.tenants} tn left join ${t.destinations} d on d.tenant_id = tn.id
+    where tn.id = any(${slot('ids')}::text[])
+    order by d.created_at, d.id`)
+}
+
+/**
+ * Lease up to `limit` due deliveries nobody holds, skipping rows another instance is claiming right now, and
+ * return them with their events. `windowed`: only those due since `since` (the worker's claim window).
+ */
+function claimStatement(t: Tables, windowed: boolean) {
+  return prepared<'now' | 'since' | 'limit' | 'owner' | 'until'>(sql`
+    with picked as materialized (
+      select id from ${t.deliveries}
+      where status = 'pending' and next_attempt_at <= ${slot('now')}::timestamptz${windowed ? sql` and next_attempt_at >= ${slot('since')}::timestamptz` : sql``}
+        and (lease_until is null or lease_until < ${slot('now')}::timestamptz)
+      order by next_attempt_at limit ${slot('limit')}::int
+      for update skip locked
+    ), leased as (
+      update ${t.deliveries} d set lease_owner = ${slot('owner')}::text, lease_until = ${slot('until')}::timestamptz
+      from picked where d.id = picked.id and ${asyncCommit}
+      returning d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.manual, d.replay_job, d.order_key
+    )
+    select l.id, l.tenant_id, l.event_id, l.destination_id, l.attempt_count, l.manual, l.replay_job, l.order_key,
+      e.topic, e.time, e.data, e.metadata, e.eligible_for_retry, e.created_at
+    from leased l join ${t.events} e on e.tenant_id = l.tenant_id and e.id = l.event_id`)
+}
+
+function claimedDelivery(row: unknown[]): ClaimedDelivery {
+  const [id, tenant_id, event_id, destination_id, attempt_count, manual, replay_job, order_key, topic, time, data, metadata, eligible_for_retry, created_at] = row
+  const event = { tenant_id, id: event_id, topic, time, data, metadata, eligible_for_retry, created_at } as EventRecord
+  return {
+    id: id as string,
+    tenant_id: tenant_id as string,
+    event_id: event_id as string,
+    destination_id: destination_id as string,
+    attempt_count: attempt_count as number,
+    manual: manual as boolean,
+    ...(replay_job ? { replay: true } : {}),
+    order_key: order_key as string | null,
+    event,
+  }
+}
+
+/** The batch as one text array per column, in batch order. */
+function attemptColumns(writes: AttemptWrite[]) {
+  const of = <T>(pick: (w: AttemptWrite) => T) => writes.map(pick)
+  const text = (n: number | null) => (n === null ? null : String(n))
+  return {
+    delivery_id: of((w) => w.delivery.id),
+    delivery_status: of((w) => w.delivery.status),
+    next_at: of((w) => iso(w.delivery.next_attempt_at)),
+    successful_at: of((w) => iso(w.delivery.successful_at)),
+    id: of((w) => w.attempt.id),
+    tenant_id: of((w) => w.attempt.tenant_id),
+    event_id: of((w) => w.attempt.event_id),
+    destination_id: of((w) => w.attempt.destination_id),
+    attempt_number: of((w) => String(w.attempt.attempt_number)),
+    manual: of((w) => (w.attempt.manual ? 't' : 'f')),
+    status: of((w) => w.attempt.status),
+    response_status_code: of((w) => text(w.attempt.response_status_code)),
+    response_body: of((w) => w.attempt.response_body),
+    response_headers: of((w) => (w.attempt.response_headers === null ? null : JSON.stringify(w.attempt.response_headers))),
+    error: of((w) => w.attempt.error),
+    error_kind: of((w) => w.attempt.error_kind),
+    duration_ms: of((w) => text(w.attempt.duration_ms)),
+    delivered_at: of((w) => iso(w.attempt.delivered_at)),
+    topic: of((w) => w.attempt.topic),
+    destination_type: of((w) => w.attempt.destination_type),
+  }
+}
+
+type AttemptColumn = keyof ReturnType<typeof attemptColumns>
+
+/**
+ * One statement for a batch of attempt results: each delivery moves to its next state, its attempt is logged,
+ * and each destination's failure streak counts the batch's failures after its last success (a success resets
+ * it). Attempts already logged are skipped with their delivery and their streak: the worker writes results
+ * again after a write failed on a lost connection or its deadline, and such a write may have committed after
+ * all, so writing a batch twice changes nothing. A delivery cancelled meanwhile stays cancelled.
+ *
+ * FIFO destinations: for each key of a delivery the batch finished (`key_*`), the first delivery still pending
+ * (the batch's finished ones are still pending in the statement's snapshot: left out) is made due if it is
+ * waiting (see sql-ordering.ts). In the same statement, so the next delivery of a key is due once the result
+ * that lets it go is visible, and no sooner. No NOTIFY: the worker that wrote the result claims right after it.
+ * (A wake-up sent at the commit can start a claim before the write's answer is handled, while the worker still
+ * holds the batch: a retry of the batch due by then is claimed, skipped as held, and waits for its lease.)
+ *
+ * Locks, in the order deleteTenant and deleteDestination take them (no deadlock): the destinations whose streak
+ * may change, by key (not the healthy ones with only successes: a hot row is not written), then the deliveries
+ * (the batch's and the heads it promotes) by id. Streak updates take `for no key update`, which lets publishes
+ * (`for key share`) through. Returns each destination of the batch that exists with its streak.
+ */
+function recordStatement(t: Tables) {
+  const c = (name: AttemptColumn, type: string) => column(name, type)
+  return prepared<AttemptColumn | 'key_tenant' | 'key_destination' | 'key' | 'now'>(sql`
+    with v as (
+      select * from unnest(${c('delivery_id', 'text')}, ${c('delivery_status', 'text')}, ${c('next_at', 'timestamptz')}, ${c('successful_at', 'timestamptz')},
+        ${c('id', 'text')}, ${c('tenant_id', 'text')}, ${c('event_id', 'text')}, ${c('destination_id', 'text')}, ${c('attempt_number', 'int')},
+        ${c('manual', 'bool')}, ${c('status', 'text')}, ${c('response_status_code', 'int')}, ${c('response_body', 'text')}, ${c('response_headers', 'jsonb')},
+        ${c('error', 'text')}, ${c('error_kind', 'text')}, ${c('duration_ms', 'int')}, ${c('delivered_at', 'timestamptz')}, ${c('topic', 'text')},
+        ${c('destination_type', 'text')})
+        with ordinality as v(delivery_id, delivery_status, next_at, successful_at, id, tenant_id, event_id, destination_id, attempt_number, manual, status,
+          response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, ord)
+    ), held as materialized (
+      select d.tenant_id, d.id from ${t.destinations} d
+      where (d.tenant_id, d.id) in (select tenant_id, destination_id from v)
+        and (d.consecutive_failures <> 0 or (d.tenant_id, d.id) in (select tenant_id, destination_id from v where status <> 'success'))
+      order by d.tenant_id collate "C", d.id collate "C"
+      for no key update of d
+    ), heads as (
+      select (select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
+          and h.status = 'pending' and h.id not in (select delivery_id from v where delivery_status <> 'pending') order by h.order_seq limit 1) as id
+      from (select distinct * from unnest(${column('key_tenant', 'text')}, ${column('key_destination', 'text')}, ${column('key', 'text')})) as k(tenant_id, destination_id, order_key)
+    ), locked as materialized (
+      -- After the destinations: a condition without columns is evaluated before the first row is locked.
+      select id from ${t.deliveries} where (id in (select delivery_id from v) or id in (select id from heads)) and (select count(*) from held) >= 0
+      order by id for update
+    ), promoted as (
+      update ${t.deliveries} d set order_state = null, next_attempt_at = ${slot('now')}::timestamptz
+      where d.id in (select id from heads) and d.id in (select id from locked) and d.order_state = 'waiting'
+      returning d.id
+    ), updated as (
+      update ${t.deliveries} d set
+        status = case when d.status = 'cancelled' then d.status else v.delivery_status end,
+        attempt_count = d.attempt_count + 1,
+        manual = false,
+        next_attempt_at = case when d.status = 'cancelled' then null else v.next_at end,
+        lease_owner = null,
+        lease_until = null,
+        last_attempt_at = v.delivered_at,
+        successful_at = coalesce(d.successful_at, v.successful_at),
+        skipped_at = null
+      from v
+      where d.id = v.delivery_id and d.id in (select id from locked) and ${asyncCommit}
+        and not exists (select 1 from ${t.attempts} done where done.id = v.id)
+      returning d.id
+    ), written as (
+      select * from v where delivery_id in (select id from updated) and not exists (select 1 from ${t.attempts} done where done.id = v.id)
+    ), logged as (
+      insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
+        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
+      select id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
+        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type
+      from written
+    ), streak as (
+      select w.tenant_id, w.destination_id, ok.last is not null as reset,
+        count(*) filter (where w.status <> 'success' and w.ord > coalesce(ok.last, 0)) as failures
+      from written w left join (select tenant_id, destination_id, max(ord) as last from written where status = 'success' group by 1, 2) ok
+        on ok.tenant_id = w.tenant_id and ok.destination_id = w.destination_id
+      group by 1, 2, 3
+    ), counted as (
+      update ${t.destinations} d set consecutive_failures = case when s.reset then s.failures else d.consecutive_failures + s.failures end
+      from streak s
+      where d.tenant_id = s.tenant_id and d.id = s.destination_id and (d.tenant_id, d.id) in (select tenant_id, id from held)
+      returning d.tenant_id, d.id, d.consecutive_failures
+    )
+    select tenant_id, id, consecutive_failures from counted
+    union all
+    select d.tenant_id, d.id, d.consecutive_failures from ${t.destinations} d
+    where (d.tenant_id, d.id) in (select tenant_id, destination_id from v) and (d.tenant_id, d.id) not in (select tenant_id, id from counted)`)
+}
+
+/** Renew this owner's leases of the given pending deliveries; returns the ids renewed. Rows locked in id order. */
+function extendStatement(t: Tables) {
+  return prepared<'owner' | 'ids' | 'until'>(sql`
+    update ${t.deliveries} set lease_until = ${slot('until')}::timestamptz
+    where id in (
+      select id from ${t.deliveries} where id = any(${slot('ids')}::text[]) and lease_owner = ${slot('owner')}::text and status = 'pending'
+      order by id for update
+    ) and ${asyncCommit}
+    returning id`)
+}
