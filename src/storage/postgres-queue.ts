@@ -93,15 +93,15 @@ function claimStatement(t: Tables, windowed: boolean) {
     ), leased as (
       update ${t.deliveries} d set lease_owner = ${slot('owner')}::text, lease_until = ${slot('until')}::timestamptz
       from picked where d.id = picked.id and ${asyncCommit}
-      returning d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.manual, d.replay_job, d.order_key
+      returning d.id, d.tenant_id, d.event_id, d.destination_id, d.attempt_count, d.manual, d.replay_job, d.order_key, d.next_attempt_at
     )
     select l.id, l.tenant_id, l.event_id, l.destination_id, l.attempt_count, l.manual, l.replay_job, l.order_key,
-      e.topic, e.time, e.data, e.metadata, e.eligible_for_retry, e.created_at
+      e.topic, e.time, e.data, e.metadata, e.eligible_for_retry, e.created_at, l.next_attempt_at
     from leased l join ${t.events} e on e.tenant_id = l.tenant_id and e.id = l.event_id`)
 }
 
 function claimedDelivery(row: unknown[]): ClaimedDelivery {
-  const [id, tenant_id, event_id, destination_id, attempt_count, manual, replay_job, order_key, topic, time, data, metadata, eligible_for_retry, created_at] = row
+  const [id, tenant_id, event_id, destination_id, attempt_count, manual, replay_job, order_key, topic, time, data, metadata, eligible_for_retry, created_at, due_at] = row
   const event = { tenant_id, id: event_id, topic, time, data, metadata, eligible_for_retry, created_at } as EventRecord
   return {
     id: id as string,
@@ -112,6 +112,7 @@ function claimedDelivery(row: unknown[]): ClaimedDelivery {
     manual: manual as boolean,
     ...(replay_job ? { replay: true } : {}),
     order_key: order_key as string | null,
+    due_at: due_at as Date,
     event,
   }
 }
