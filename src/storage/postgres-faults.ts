@@ -27,9 +27,11 @@ const lostConnectionCodes = new Set([
 /**
  * SQLSTATEs of a server that is going away or cannot take the session: class 08 (connection exception),
  * 57P01 admin_shutdown (fast shutdown, pg_terminate_backend), 57P02 crash_shutdown, 57P03
- * cannot_connect_now (starting up or shutting down), 53300 too_many_connections.
+ * cannot_connect_now (starting up or shutting down), 53300 too_many_connections. And 57014 query_canceled:
+ * the server's statement_timeout, which is the storage's timeoutMs, fired before the caller's own deadline
+ * (a busy event loop runs that timer late); either way the statement did not finish in time.
  */
-const unavailableSqlStates = /^(08...|57P0[123]|53300)$/
+const unavailableSqlStates = /^(08...|57P0[123]|53300|57014)$/
 
 /** The driver's error under drizzle's `DrizzleQueryError` (which names the query and parameters). */
 function driverError(err: unknown): unknown {
