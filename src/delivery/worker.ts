@@ -1,3 +1,4 @@
+import PQueue from 'p-queue'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { performance } from 'node:perf_hooks'
 import { destinationType } from '../destinations/registry.js'
@@ -13,7 +14,6 @@ import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { ClaimWindow } from './claim-window.js'
 import { RateLimiter } from './rate-limiter.js'
-import { TaskQueue } from './task-queue.js'
 import { retryPolicy } from './retry-schedule.js'
 import { logAttempt } from './attempt-log.js'
 import { attemptEventData, operatorSinkId, type RecordedAttempt } from './operator-events.js'
@@ -56,8 +56,8 @@ export type QueuedDelivery = ClaimedDelivery & { trace?: TraceLink }
 export class DeliveryWorker {
   readonly id = newId('wrk')
   readonly #ctx: DeliveryContext
-  readonly #global: TaskQueue
-  readonly #perDestination = new Map<string, TaskQueue>()
+  readonly #global: PQueue
+  readonly #perDestination = new Map<string, PQueue>()
   /** Deliveries this worker holds (queued or in flight), so the claim loop never takes them twice. */
   readonly #held = new Map<string, ClaimedDelivery>()
   /** Attempts past their start (destination read, publish, result), by delivery id. */
@@ -99,7 +99,7 @@ export class DeliveryWorker {
   constructor(ctx: DeliveryContext) {
     this.#ctx = ctx
     const { concurrency, batchSize } = ctx.options.delivery
-    this.#global = new TaskQueue(concurrency)
+    this.#global = new PQueue({ concurrency })
     this.#claimWindow = new ClaimWindow(ctx.options.delivery.pollIntervalMs)
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
     this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
@@ -252,11 +252,12 @@ export class DeliveryWorker {
     }
   }
 
-  #destinationQueue(k: string): TaskQueue {
-    const queue: TaskQueue = new TaskQueue(this.#ctx.options.delivery.perDestinationConcurrency, () => {
-      if (this.#perDestination.get(k) === queue) this.#perDestination.delete(k)
-    })
+  #destinationQueue(k: string): PQueue {
+    const queue = new PQueue({ concurrency: this.#ctx.options.delivery.perDestinationConcurrency })
     this.#perDestination.set(k, queue)
+    queue.on('idle', () => {
+      if (this.#perDestination.get(k) === queue && queue.size === 0 && queue.pending === 0) this.#perDestination.delete(k)
+    })
     return queue
   }
 
