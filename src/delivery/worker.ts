@@ -42,6 +42,17 @@ const replayShareWhileLive = 1 / 25
 /** ...and starts no attempt while the event loop was busy more than this share of the last sample. */
 const replayLoopBudget = 0.5
 const loopSampleMs = 50
+/**
+ * ...and none within replayLateHoldMs of a fresh local publish reaching its attempt late: more than
+ * replayLateFactor times the quickest such wait of the last one or two replayLateWindowMs (what this
+ * database's commits take when nothing competes; at least replayLateMs), from its event's creation to its
+ * attempt's start, the commit included. The database is what a replay shares with live traffic then (on
+ * Postgres another process, whose load the event loop does not show).
+ */
+const replayLateMs = 10
+const replayLateFactor = 3
+const replayLateWindowMs = 5_000
+const replayLateHoldMs = 250
 
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
 
@@ -88,6 +99,10 @@ export class DeliveryWorker {
   /** Held deliveries not handed out by a replay, and when the last one was taken in. */
   #liveHeld = 0
   #liveAt = 0
+  /** When a fresh local publish last reached its attempt late (see replayLateMs). */
+  #liveLateAt = 0
+  /** The quickest wait of a fresh local publish for its attempt in this window and the one before. */
+  #liveWait = { at: 0, quickest: Infinity, before: Infinity }
   /** Replayed deliveries waiting for a replay slot, and the ids of those past it (queued or being attempted). */
   readonly #replayWaiting: QueuedDelivery[] = []
   readonly #replayAdmitted = new Set<string>()
@@ -199,7 +214,8 @@ export class DeliveryWorker {
   #replaySlots(): number {
     const live = this.#liveHeld > 0 || Date.now() - this.#liveAt < liveQuietMs
     if (!live) return this.#ctx.options.delivery.concurrency
-    return this.#loopBusy > replayLoopBudget ? 0 : this.#replaySlotsWhileLive
+    if (this.#loopBusy > replayLoopBudget || Date.now() - this.#liveLateAt < replayLateHoldMs) return 0
+    return this.#replaySlotsWhileLive
   }
 
   /** Samples the event loop's busy share while replayed deliveries wait, and admits them as it allows. */
@@ -299,7 +315,18 @@ export class DeliveryWorker {
     await Promise.all(running)
   }
 
+  #liveWaited(createdAt: number): void {
+    const now = Date.now()
+    const waited = now - createdAt
+    const w = this.#liveWait
+    if (now - w.at > replayLateWindowMs) Object.assign(w, { at: now, quickest: Infinity, before: w.quickest })
+    w.quickest = Math.min(w.quickest, waited)
+    if (waited > Math.max(replayLateMs, replayLateFactor * Math.min(w.quickest, w.before))) this.#liveLateAt = now
+  }
+
   #start(d: ClaimedDelivery): Promise<void> {
+    // A local publish's first attempt (claimed ones carry due_at, and their wait is the claim's poll).
+    if (!d.replay && d.due_at === undefined && d.attempt_count === 0) this.#liveWaited(d.event.created_at.getTime())
     if (this.#dropped.has(d.id)) {
       this.#release([d.id])
       return Promise.resolve()

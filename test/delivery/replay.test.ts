@@ -352,3 +352,103 @@ for (const kind of engineKinds()) {
     })
   })
 }
+
+// The database is what a replay shares with live traffic that the event loop does not show (on Postgres another
+// process): while fresh publishes reach their attempt late, a replay starts nothing.
+for (const kind of engineKinds()) {
+  describe.runIf(kind.available)(`replay beside slow publishes: ${kind.name}`, () => {
+    let outflow: Outflow
+    let receiver: Awaited<ReturnType<typeof startReceiver>>
+    /** Added to each publish's storage call while set: its events reach their attempts that much late. */
+    let slowPublishMs = 0
+    const T = 'slow-publishes'
+    beforeAll(async () => {
+      // The replayed destination answers after 100 ms: alone, the replay's 2 slots would send its 20 in a second.
+      receiver = await startReceiver((r) => (r.path.startsWith('/old') ? { until: new Promise((resolve) => setTimeout(resolve, 100)) } : {}))
+      const storage = await kind.openStorage()
+      const insert = storage.insertEvents.bind(storage)
+      const tapped = {
+        ...storage,
+        insertEvents: async (...args: Parameters<typeof storage.insertEvents>) => {
+          if (slowPublishMs) await new Promise((resolve) => setTimeout(resolve, slowPublishMs))
+          return insert(...args)
+        },
+      }
+      outflow = await kind.create({ storage: tapped, delivery: quick })
+      await outflow.upsertTenant(T, {})
+    })
+    afterAll(async () => {
+      await kind.cleanup()
+      await receiver.close()
+    })
+
+    it('starts no replayed attempt while fresh publishes reach their attempts more than 10 ms late, and finishes after', async () => {
+      const old = await outflow.createDestination(T, { type: 'webhook', topics: ['old'], config: { url: `${receiver.url}/old` } })
+      await outflow.createDestination(T, { type: 'webhook', topics: ['live'], config: { url: `${receiver.url}/live` } })
+      await outflow.publishMany(Array.from({ length: 20 }, () => ({ tenant_id: T, topic: 'old', data: {} })))
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: old.id, status: 'success', limit: 100 })).models.length === 20, 10_000, 'the first deliveries recorded')
+      let pumping = true
+      const pump = (async () => {
+        while (pumping) {
+          await outflow.publish({ tenant_id: T, topic: 'live', data: {} })
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      })()
+      try {
+        // Publishes as quick as this database is, then 30 ms slower.
+        await waitFor(() => receiver.on('/live').length >= 5, 10_000, 'live deliveries')
+        slowPublishMs = 30
+        await waitFor(() => receiver.on('/live').length >= 8, 10_000, 'slow live deliveries')
+        const before = receiver.on('/old').length
+        const job = await outflow.replayDestination(T, old.id, { since: iso(Date.now() - day), status: 'success' })
+        await new Promise((resolve) => setTimeout(resolve, 1_500))
+        // The first live publish after the batch arrived may let one or two start before it is seen late.
+        expect(receiver.on('/old').length - before).toBeLessThanOrEqual(2)
+        expect(receiver.on('/live').length).toBeGreaterThan(30)
+        pumping = false
+        await pump
+        slowPublishMs = 0
+        const done = await waitFor(async () => {
+          const read = await outflow.getReplay(T, old.id, job.id)
+          return read.status !== 'running' && read
+        }, 15_000, 'the replay')
+        expect(done).toMatchObject({ status: 'completed', done: 20 })
+        expect(receiver.on('/old').length - before).toBe(20)
+      } finally {
+        pumping = false
+        slowPublishMs = 0
+        await pump
+      }
+    })
+
+    it('measures late against what publishes take here: when every commit is that slow, a replay beside them goes on', async () => {
+      const old = await outflow.createDestination(T, { type: 'webhook', topics: ['old2'], config: { url: `${receiver.url}/old2` } })
+      await outflow.createDestination(T, { type: 'webhook', topics: ['live2'], config: { url: `${receiver.url}/live2` } })
+      await outflow.publishMany(Array.from({ length: 10 }, () => ({ tenant_id: T, topic: 'old2', data: {} })))
+      await waitFor(async () => (await outflow.listEvents(T, { destination_id: old.id, status: 'success', limit: 100 })).models.length === 10, 10_000, 'the first deliveries recorded')
+      slowPublishMs = 30
+      let pumping = true
+      const pump = (async () => {
+        while (pumping) {
+          await outflow.publish({ tenant_id: T, topic: 'live2', data: {} })
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      })()
+      try {
+        // Two windows (5 s each) of slow publishes only: 30 ms is what a publish takes on this database now.
+        await new Promise((resolve) => setTimeout(resolve, 10_500))
+        const job = await outflow.replayDestination(T, old.id, { since: iso(Date.now() - day), status: 'success' })
+        const done = await waitFor(async () => {
+          const read = await outflow.getReplay(T, old.id, job.id)
+          return read.status !== 'running' && read
+        }, 10_000, 'the replay beside live traffic')
+        expect(done).toMatchObject({ status: 'completed', done: 10 })
+        expect(receiver.on('/live2').length).toBeGreaterThan(150)
+      } finally {
+        pumping = false
+        slowPublishMs = 0
+        await pump
+      }
+    }, 30_000)
+  })
+}
