@@ -56,6 +56,7 @@ const plan: Job[] = ([
       { group: 'metrics', db, file: 'outflow/metrics.ts', needs: ['engine', ...pg] },
       { group: 'prune', db, file: 'outflow/prune.ts', needs: ['engine', ...pg] },
       { group: 'latency-prune', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
+      { group: 'latency-seeded', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
       { group: 'latency-replay', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
       { group: 'backlog', db, file: 'outflow/backlog.ts', needs: ['engine', ...pg] },
       { group: 'soak', db, file: 'outflow/soak.ts', needs: ['engine', ...pg], soak: true },
@@ -64,7 +65,7 @@ const plan: Job[] = ([
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-replay', 'backlog', 'soak'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
 }
 
 const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir]`

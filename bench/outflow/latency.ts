@@ -9,7 +9,8 @@
  *
  * As `latency-replay`, it runs while a replay job re-sends `replayEvents` delivered events of a second
  * destination (its own sink): the job starts before the warm-up and must still be running when the last
- * event is published, so every measured publish competed with it.
+ * event is published, so every measured publish competed with it. `latency-seeded` is the same without
+ * the job (the second destination and its stored log only): the replay row's anchor.
  */
 import { wallNow } from '../support/clock.js'
 import { runPool } from '../support/load.js'
@@ -23,8 +24,9 @@ runScenario(async (ctx) => {
   const { sizes } = ctx
   const pruning = ctx.name === 'latency-prune'
   const replaying = ctx.name === 'latency-replay'
+  const seeded = replaying || ctx.name === 'latency-seeded'
   const sink = await startSink()
-  const replaySink = replaying ? await startSink() : undefined
+  const replaySink = seeded ? await startSink() : undefined
   let outflow = await openOutflow(ctx)
   try {
     await addWebhook(outflow, sink.url)
@@ -38,13 +40,13 @@ runScenario(async (ctx) => {
       void outflow.prune().then((r) => (pass = { done: wallNow(), pruned: r.events }))
     }
     let replay: { destinationId: string; id: string } | undefined
-    if (replaying) {
+    if (seeded) {
       // A second destination that live events do not match, with a log of delivered events to send again.
       const { id: destinationId } = await outflow.createDestination(tenantId, { type: 'webhook', topics: ['replay.none'], config: { url: replaySink!.url } })
       await closeOutflow(outflow)
       await seedOldEvents(ctx, destinationId, sizes.replayEvents)
       outflow = await openOutflow(ctx)
-      replay = { destinationId, id: (await outflow.replayDestination(tenantId, destinationId, { since: '2000-01-01T00:00:00Z', status: 'success' })).id }
+      if (replaying) replay = { destinationId, id: (await outflow.replayDestination(tenantId, destinationId, { since: '2000-01-01T00:00:00Z', status: 'success' })).id }
     }
     const warmup = Math.min(500, sizes.latencyEvents / 5)
     await runPool(warmup, 10, (i) => outflow.publish({ tenant_id: tenantId, topic, data: { n: -1 - i } }))

@@ -236,7 +236,8 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
 
   rows.push(
     latencyBesideRow(outcomes, sizes, 'latency-prune', `while pruning ${int.format(sizes.pruneEvents)} old events`, 'without pruning (row above)'),
-    latencyBesideRow(outcomes, sizes, 'latency-replay', `while a replay of ${int.format(sizes.replayEvents)} events runs`, 'without a replay (latency row)'),
+    latencyBesideRow(outcomes, sizes, 'latency-seeded', `with another destination's ${int.format(sizes.replayEvents)} delivered events just stored, no replay`, 'the latency row'),
+    latencyBesideRow(outcomes, sizes, 'latency-replay', `while a replay of those ${int.format(sizes.replayEvents)} events runs`, 'without the replay (row above)', 'latency-seeded'),
   )
 
   rows.push({
@@ -318,13 +319,13 @@ function soakRows(outcomes: Outcomes, sizes: Sizes): Row[] {
 }
 
 /** The latency row measured beside other work (`group`), set against the plain latency row. */
-function latencyBesideRow(outcomes: Outcomes, sizes: Sizes, group: string, beside: string, anchorLabel: string): Row {
+function latencyBesideRow(outcomes: Outcomes, sizes: Sizes, group: string, beside: string, anchorLabel: string, anchorGroup = 'latency'): Row {
   return {
     metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events) ${beside}`,
     sqlite: pairOf(outcomes, `${group}:sqlite`, 'p50', 'p99'),
     postgres: pairOf(outcomes, `${group}:postgres`, 'p50', 'p99'),
     anchor: `${anchorLabel}: ${perDb((db) => {
-      const p = pairOf(outcomes, `latency:${db}`, 'p50', 'p99')
+      const p = pairOf(outcomes, `${anchorGroup}:${db}`, 'p50', 'p99')
       return p.endsWith('ms') ? p : undefined
     })}`,
     ratio: '—',
