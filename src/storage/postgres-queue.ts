@@ -189,7 +189,10 @@ function recordStatement(t: Tables) {
       from (select distinct * from unnest(${column('key_tenant', 'text')}, ${column('key_destination', 'text')}, ${column('key', 'text')})) as k(tenant_id, destination_id, order_key)
     ), locked as materialized (
       -- After the destinations: a condition without columns is evaluated before the first row is locked.
-      select id from ${t.deliveries} where (id in (select delivery_id from v) or id in (select id from heads)) and (select count(*) from held) >= 0
+      -- One array of ids, so the rows are found by the primary key: an OR of two IN subqueries is a sequential
+      -- scan of the whole table for every write of results.
+      select id from ${t.deliveries} where id = any(array(select delivery_id from v union select id from heads where id is not null))
+        and (select count(*) from held) >= 0
       order by id for update
     ), promoted as (
       update ${t.deliveries} d set order_state = null, next_attempt_at = ${slot('now')}::timestamptz
