@@ -315,6 +315,7 @@ export class DeliveryWorker {
     await Promise.all(running)
   }
 
+  /** A fresh local publish starts its attempt: keep the quickest wait, and note when this one was late (see replayLateMs). */
   #liveWaited(createdAt: number): void {
     const now = Date.now()
     const waited = now - createdAt
@@ -489,7 +490,8 @@ export class DeliveryWorker {
     let later = false
     try {
       if (this.#stopping) return // not started before close(): its lease is released
-      const destination = this.#destinationRead(d.tenant_id, d.destination_id)?.record ?? (await this.#destination(d.tenant_id, d.destination_id))
+      const read = this.#destinationRead(d.tenant_id, d.destination_id)
+      const destination = read ? read.record : await this.#destination(d.tenant_id, d.destination_id)
       if (!destination || destination.disabled_at) {
         // Gone: cancel. Disabled: park until enabled. Neither is an attempt.
         await this.#ctx.storage.holdDeliveries([d.id], !destination, this.#ctx.now())

@@ -9,6 +9,28 @@ const quick = { pollIntervalMs: 50, retry: { schedule: [60_000], jitter: 0 }, ti
 const day = 86_400_000
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/** The job once it is no longer running. */
+const replayEnded = (outflow: Outflow, tenant: string, destinationId: string, jobId: string, timeoutMs: number, what: string) =>
+  waitFor(async () => {
+    const job = await outflow.getReplay(tenant, destinationId, jobId)
+    return job.status !== 'running' && job
+  }, timeoutMs, what)
+
+/** Live traffic: one publish of `topic`, then a pause of `gapMs`, until the returned stop resolves. */
+function pumpLive(outflow: Outflow, tenant: string, topic: string, gapMs: number): () => Promise<void> {
+  let pumping = true
+  const pump = (async () => {
+    while (pumping) {
+      await outflow.publish({ tenant_id: tenant, topic, data: {} })
+      await new Promise((resolve) => setTimeout(resolve, gapMs))
+    }
+  })()
+  return () => {
+    pumping = false
+    return pump
+  }
+}
+
 // Replay by range: a durable job that re-sends a destination's past deliveries with their original webhook-id.
 for (const kind of engineKinds()) {
   describe.runIf(kind.available)(`replay: ${kind.name}`, () => {
@@ -70,11 +92,7 @@ for (const kind of engineKinds()) {
     const hook = (path: string, topics: string[], extra: Record<string, unknown> = {}) =>
       outflow.createDestination(T, { type: 'webhook', topics, config: { url: `${receiver.url}${path}` }, ...extra })
     const ids = (path: string) => receiver.on(path).map((r) => String(r.headers['webhook-id']))
-    const finished = (destinationId: string, jobId: string, tenant = T) =>
-      waitFor(async () => {
-        const job = await outflow.getReplay(tenant, destinationId, jobId)
-        return job.status !== 'running' && job
-      }, 15_000, `replay ${jobId}`)
+    const finished = (destinationId: string, jobId: string, tenant = T) => replayEnded(outflow, tenant, destinationId, jobId, 15_000, `replay ${jobId}`)
 
     it('re-sends the failed deliveries of a time range with their original webhook-id, and counts them', async () => {
       // One attempt each at a receiver that fails, then the receiver is fixed.
@@ -223,17 +241,10 @@ for (const kind of engineKinds()) {
       await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success', limit: 100 })).models.length === 30, 10_000, 'the first deliveries recorded')
       peak.set('/slow-share', 0)
       // A live event every 50 ms for as long as the replay runs.
-      let pumping = true
-      const pump = (async () => {
-        while (pumping) {
-          await outflow.publish({ tenant_id: T, topic: 't10.live', data: {} })
-          await new Promise((resolve) => setTimeout(resolve, 50))
-        }
-      })()
+      const stopPump = pumpLive(outflow, T, 't10.live', 50)
       const beside = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
       expect(await finished(d.id, beside.id)).toMatchObject({ status: 'completed', done: 30 })
-      pumping = false
-      await pump
+      await stopPump()
       // concurrency 50: at most 2 slots for the replay beside live traffic (fewer while the event loop is busy).
       expect(peak.get('/slow-share')).toBeLessThanOrEqual(2)
       expect(receiver.on('/slow-share')).toHaveLength(60)
@@ -254,13 +265,7 @@ for (const kind of engineKinds()) {
       await hook('/live-busy', ['t12.live'])
       await outflow.publishMany(Array.from({ length: 20 }, () => ({ tenant_id: T, topic: 't12.old', data: {} })))
       await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success', limit: 100 })).models.length === 20, 10_000, 'the first deliveries recorded')
-      let pumping = true
-      const pump = (async () => {
-        while (pumping) {
-          await outflow.publish({ tenant_id: T, topic: 't12.live', data: {} })
-          await new Promise((resolve) => setTimeout(resolve, 50))
-        }
-      })()
+      const stopPump = pumpLive(outflow, T, 't12.live', 50)
       // The event loop busy 40 ms of every 50.
       const spinner = setInterval(() => {
         const until = performance.now() + 40
@@ -279,8 +284,7 @@ for (const kind of engineKinds()) {
         expect(receiver.on('/slow-busy').length - before).toBe(20)
       } finally {
         clearInterval(spinner)
-        pumping = false
-        await pump
+        await stopPump()
       }
     })
 
@@ -387,13 +391,7 @@ for (const kind of engineKinds()) {
       await outflow.createDestination(T, { type: 'webhook', topics: ['live'], config: { url: `${receiver.url}/live` } })
       await outflow.publishMany(Array.from({ length: 20 }, () => ({ tenant_id: T, topic: 'old', data: {} })))
       await waitFor(async () => (await outflow.listEvents(T, { destination_id: old.id, status: 'success', limit: 100 })).models.length === 20, 10_000, 'the first deliveries recorded')
-      let pumping = true
-      const pump = (async () => {
-        while (pumping) {
-          await outflow.publish({ tenant_id: T, topic: 'live', data: {} })
-          await new Promise((resolve) => setTimeout(resolve, 20))
-        }
-      })()
+      const stopPump = pumpLive(outflow, T, 'live', 20)
       try {
         // Publishes as quick as this database is, then 30 ms slower.
         await waitFor(() => receiver.on('/live').length >= 5, 10_000, 'live deliveries')
@@ -405,19 +403,14 @@ for (const kind of engineKinds()) {
         // The first live publish after the batch arrived may let one or two start before it is seen late.
         expect(receiver.on('/old').length - before).toBeLessThanOrEqual(2)
         expect(receiver.on('/live').length).toBeGreaterThan(30)
-        pumping = false
-        await pump
+        await stopPump()
         slowPublishMs = 0
-        const done = await waitFor(async () => {
-          const read = await outflow.getReplay(T, old.id, job.id)
-          return read.status !== 'running' && read
-        }, 15_000, 'the replay')
+        const done = await replayEnded(outflow, T, old.id, job.id, 15_000, 'the replay')
         expect(done).toMatchObject({ status: 'completed', done: 20 })
         expect(receiver.on('/old').length - before).toBe(20)
       } finally {
-        pumping = false
         slowPublishMs = 0
-        await pump
+        await stopPump()
       }
     })
 
@@ -427,27 +420,17 @@ for (const kind of engineKinds()) {
       await outflow.publishMany(Array.from({ length: 10 }, () => ({ tenant_id: T, topic: 'old2', data: {} })))
       await waitFor(async () => (await outflow.listEvents(T, { destination_id: old.id, status: 'success', limit: 100 })).models.length === 10, 10_000, 'the first deliveries recorded')
       slowPublishMs = 30
-      let pumping = true
-      const pump = (async () => {
-        while (pumping) {
-          await outflow.publish({ tenant_id: T, topic: 'live2', data: {} })
-          await new Promise((resolve) => setTimeout(resolve, 20))
-        }
-      })()
+      const stopPump = pumpLive(outflow, T, 'live2', 20)
       try {
         // Two windows (5 s each) of slow publishes only: 30 ms is what a publish takes on this database now.
         await new Promise((resolve) => setTimeout(resolve, 10_500))
         const job = await outflow.replayDestination(T, old.id, { since: iso(Date.now() - day), status: 'success' })
-        const done = await waitFor(async () => {
-          const read = await outflow.getReplay(T, old.id, job.id)
-          return read.status !== 'running' && read
-        }, 10_000, 'the replay beside live traffic')
+        const done = await replayEnded(outflow, T, old.id, job.id, 10_000, 'the replay beside live traffic')
         expect(done).toMatchObject({ status: 'completed', done: 10 })
         expect(receiver.on('/live2').length).toBeGreaterThan(150)
       } finally {
-        pumping = false
         slowPublishMs = 0
-        await pump
+        await stopPump()
       }
     }, 30_000)
   })
