@@ -8,6 +8,11 @@
  *   npx tsx bench/run.ts --only delivery,ceiling [--db sqlite]   iterate on some rows
  *   npx tsx bench/run.ts --json out.json also write the raw figures
  *   npx tsx bench/run.ts --only latency --cpu-prof /tmp/prof   a V8 CPU profile of each scenario process
+ *   npx tsx bench/run.ts --compare HEAD~1 --only delivery,drain [--rounds 3]   this tree against a revision,
+ *                                        alternating run by run, with each figure's ratio
+ *
+ * Before each scenario the machine is settled (dirty pages written, a Postgres CHECKPOINT, the CPUs idle for a
+ * second), so no row pays for the WAL or the page cache left by the one before.
  *
  * Each scenario runs in a child process of its own (fresh memory, nothing left running from the
  * previous one) with a fresh Postgres database `outflow_bench_<pid>_<n>` or SQLite directory,
@@ -19,8 +24,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { prepareRevision, renderComparison, type Revision } from './support/compare.js'
 import type { Db, ScenarioContext, ScenarioMessage } from './support/scenario.js'
 import { adminPgUrl, createDatabase, databaseName, deleteRedisKeys, dropDatabase, dropStaleDatabases, reachable, redisUrl } from './support/services.js'
+import { commitOf, loadAverage, settle } from './support/settle.js'
 import { sizesFor } from './support/sizes.js'
 import { renderTable, type Outcome, type Outcomes } from './support/table.js'
 
@@ -68,7 +75,7 @@ function groupOrder(group: string): number {
   return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
 }
 
-const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir]`
+const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir] [--compare REV [--rounds N]]`
 
 function parseCli() {
   const { values } = parseArgs({
@@ -79,6 +86,8 @@ function parseCli() {
       db: { type: 'string' },
       json: { type: 'string' },
       'cpu-prof': { type: 'string' },
+      compare: { type: 'string' },
+      rounds: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -90,7 +99,10 @@ function parseCli() {
   const unknown = only?.filter((o) => !plan.some((j) => j.group === o))
   if (unknown?.length) throw new Error(`unknown scenario ${unknown.join(', ')}\n${usage}`)
   if (values.db && values.db !== 'sqlite' && values.db !== 'postgres') throw new Error(`--db takes sqlite or postgres\n${usage}`)
-  return { quick: values.quick!, soak: values.soak!, only, db: values.db as Db | undefined, json: values.json, cpuProf: values['cpu-prof'] }
+  const rounds = values.rounds === undefined ? 2 : Number(values.rounds)
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 20) throw new Error(`--rounds takes a whole number from 1 to 20\n${usage}`)
+  if (values.rounds !== undefined && !values.compare) throw new Error(`--rounds goes with --compare\n${usage}`)
+  return { quick: values.quick!, soak: values.soak!, only, db: values.db as Db | undefined, json: values.json, cpuProf: values['cpu-prof'], compare: values.compare, rounds }
 }
 
 /** Why a job cannot run here, or null. */
@@ -106,10 +118,11 @@ async function availability(): Promise<Record<Need, string | null>> {
 
 let current: { kill: () => void; cleanup: () => Promise<void> } | null = null
 
-async function runJob(job: Job, n: number, quick: boolean, cpuProf?: string): Promise<Outcome> {
+/** Run one scenario of the tree at `treeDir` (this repository, or a revision's worktree) in a child process. */
+async function runJob(job: Job, n: number, quick: boolean, cpuProf?: string, treeDir = repoDir, tag = ''): Promise<Outcome> {
   const sizes = sizesFor(quick)
   const timeoutMs = job.soak ? sizes.soakTimeoutMs : sizes.scenarioTimeoutMs
-  const label = `${job.group}${job.db ? ` ${job.db}` : ''}`
+  const label = `${job.group}${job.db ? ` ${job.db}` : ''}${tag ? ` [${tag}]` : ''}`
   const needsPg = job.db === 'postgres' || job.needs.includes('postgres')
   const dbName = databaseName(process.pid, n)
   const tmpDir = mkdtempSync(path.join(os.tmpdir(), `outflow-bench-${process.pid}-`))
@@ -122,13 +135,14 @@ async function runJob(job: Job, n: number, quick: boolean, cpuProf?: string): Pr
   }
   try {
     if (needsPg) pgUrl = await createDatabase(dbName)
-    const profDir = cpuProf ? path.resolve(cpuProf, `${job.group}-${job.db ?? 'anchor'}`) : null
+    const profDir = cpuProf ? path.resolve(cpuProf, `${job.group}-${job.db ?? 'anchor'}${tag ? `-${tag.replace(/[^\w.-]/g, '_')}-${n}` : ''}`) : null
     const ctx: ScenarioContext = { name: job.group, quick, db: job.db, pgUrl, redisUrl, tmpDir, prefix, sizes, cpuProf: profDir }
-    process.stderr.write(`▶ ${label}\n`)
+    const unsettled = await settle({ postgres: needsPg })
+    process.stderr.write(`▶ ${label}${unsettled ? ` (${unsettled})` : ''}\n`)
     const started = Date.now()
     const outcome = await new Promise<Outcome>((resolve) => {
-      const child = fork(path.join(benchDir, job.file), [], {
-        cwd: repoDir,
+      const child = fork(path.join(treeDir, 'bench', job.file), [], {
+        cwd: treeDir,
         execArgv: ['--import', 'tsx', ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
         env: { ...process.env, BENCH_CONTEXT: JSON.stringify(ctx) },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -155,6 +169,7 @@ async function runJob(job: Job, n: number, quick: boolean, cpuProf?: string): Pr
         resolve(settled ?? { ok: false, reason: `exited with ${signal ?? `code ${code}`} before reporting${why ? `: ${why}` : ''}` })
       })
     })
+    if (outcome.ok && unsettled) outcome.figures.notes.push(unsettled)
     current = null
     const secs = ((Date.now() - started) / 1000).toFixed(1)
     process.stderr.write(outcome.ok ? `  ✓ ${label} (${secs} s)\n` : `  ✗ ${label} (${secs} s): ${outcome.reason.split('\n')[0]}\n`)
@@ -183,7 +198,10 @@ async function main(): Promise<void> {
     if (stale.length) process.stderr.write(`dropped ${stale.length} database(s) left by earlier runs\n`)
   }
   process.stderr.write(`${sizeLine(cli.quick)}\n`)
+  const runnable = jobs.filter((job) => !job.needs.some((need) => missing[need]))
+  if (cli.compare) return compare(runnable, cli.compare, cli.rounds, cli.quick, cli.cpuProf)
   const started = Date.now()
+  const loadAtStart = loadAverage()
   const outcomes: Outcomes = new Map()
   let n = 0
   for (const job of jobs) {
@@ -200,7 +218,7 @@ async function main(): Promise<void> {
 
   const cpus = os.cpus()
   const lines = [
-    `Outflow bench, ${sizeLine(cli.quick)}. Node ${process.version}, ${cpus.length} × ${cpus[0]?.model.trim() ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${new Date().toISOString().slice(0, 16)}Z, ${seconds.toFixed(0)} s.`,
+    `Outflow bench, ${sizeLine(cli.quick)}. Commit ${commitOf(repoDir)}, Node ${process.version}, ${cpus.length} × ${cpus[0]?.model.trim() ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${new Date().toISOString().slice(0, 16)}Z, ${seconds.toFixed(0)} s, load average ${loadAtStart.toFixed(2)} at the start and ${loadAverage().toFixed(2)} at the end.`,
     '',
     renderTable(outcomes, sizes),
     '',
@@ -219,12 +237,53 @@ async function main(): Promise<void> {
   if (cli.json) writeFileSync(cli.json, JSON.stringify({ sizes, seconds, outcomes: Object.fromEntries(outcomes) }, null, 2))
 }
 
+let revision: Revision | null = null
+
+/**
+ * `--compare REV`: each chosen scenario of this tree and of REV (a temporary worktree measured by this tree's
+ * scenarios), alternating which goes first from round to round, `rounds` times each; prints every figure of
+ * every run and the ratio of the medians.
+ */
+async function compare(jobs: Job[], rev: string, rounds: number, quick: boolean, cpuProf?: string): Promise<void> {
+  revision = prepareRevision(repoDir, rev)
+  const { lockDiffers } = revision
+  const started = Date.now()
+  const loadAtStart = loadAverage()
+  const tree = commitOf(repoDir)
+  process.stderr.write(`comparing this tree (${tree}) with ${rev} (${revision.commit}) in ${revision.dir}, ${rounds} round(s)\n`)
+  const results = new Map<string, { tree: Outcome[]; rev: Outcome[] }>()
+  let n = 0
+  try {
+    for (let round = 0; round < rounds; round++)
+      for (const job of jobs) {
+        const key = job.db ? `${job.group}:${job.db}` : job.group
+        const entry = results.get(key) ?? { tree: [], rev: [] }
+        results.set(key, entry)
+        const sides = [
+          { dir: repoDir, runs: entry.tree, tag: 'this tree' },
+          { dir: revision.dir, runs: entry.rev, tag: rev },
+        ]
+        for (const side of round % 2 === 0 ? sides : sides.reverse()) side.runs.push(await runJob(job, ++n, quick, cpuProf, side.dir, side.tag))
+      }
+  } finally {
+    revision.remove()
+    revision = null
+  }
+  const cpus = os.cpus()
+  const header = `Outflow bench --compare: this tree (${tree}) / ${rev}, ${rounds} run(s) each, alternating; ${sizeLine(quick)}. Node ${process.version}, ${cpus.length} × ${cpus[0]?.model.trim() ?? 'cpu'}, ${new Date().toISOString().slice(0, 16)}Z, ${((Date.now() - started) / 1000).toFixed(0)} s, load average ${loadAtStart.toFixed(2)} at the start and ${loadAverage().toFixed(2)} at the end.`
+  const lockNote = lockDiffers ? [`- ${rev}'s package-lock.json differs from this tree's: both ran with this tree's node_modules.`, ''] : []
+  process.stdout.write([header, '', renderComparison(results, rev), '', ...lockNote].join('\n'))
+}
+
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.on(signal, () => {
     process.stderr.write(`\n${signal}: stopping the current scenario and cleaning up\n`)
     const job = current
     job?.kill()
-    void (job?.cleanup() ?? Promise.resolve()).finally(() => process.exit(130))
+    void (job?.cleanup() ?? Promise.resolve()).finally(() => {
+      revision?.remove()
+      process.exit(130)
+    })
   })
 
 main().catch((err) => {
