@@ -58,6 +58,7 @@ const plan: Job[] = ([
       { group: 'growth', db, file: 'outflow/growth.ts', needs: ['engine', ...pg] },
       { group: 'bare-insert', db, file: 'anchors/bare-insert.ts', needs: ['engine', ...pg] },
       { group: 'publish', db, file: 'outflow/publish.ts', needs: ['engine', ...pg] },
+      { group: 'http-publish', db, file: 'outflow/http-publish.ts', needs: ['engine', ...pg] },
       { group: 'latency', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
       { group: 'list', db, file: 'outflow/list.ts', needs: ['engine', ...pg] },
       { group: 'metrics', db, file: 'outflow/metrics.ts', needs: ['engine', ...pg] },
@@ -72,7 +73,7 @@ const plan: Job[] = ([
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'bare-insert', 'publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'bare-insert', 'publish', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
 }
 
 const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir] [--compare REV [--rounds N]]`

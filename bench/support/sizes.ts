@@ -37,6 +37,9 @@ export interface Sizes {
   idleSampleMs: number
   /** Response delay of the slow sink in the RSS row. */
   slowSinkDelayMs: number
+  /** autocannon's connections and measured seconds in the HTTP API row (after a 3 s warm-up). */
+  httpConnections: number
+  httpSeconds: number
   /** Hard limit of one scenario process. */
   scenarioTimeoutMs: number
   /** `--soak`: deliveries end to end, the backlog the publisher keeps under, the sampling window, and its own time limit. */
@@ -53,7 +56,7 @@ export interface Sizes {
  * sizesFor(true).deliveries // 2000
  */
 export function sizesFor(quick: boolean): Sizes {
-  const common = { concurrency: 50, batch: 100, publishLanes: 4, latencyRate: 500, slowSinkDelayMs: 500 }
+  const common = { concurrency: 50, batch: 100, publishLanes: 4, latencyRate: 500, slowSinkDelayMs: 500, httpConnections: 50 }
   if (quick)
     return {
       ...common,
@@ -74,6 +77,7 @@ export function sizesFor(quick: boolean): Sizes {
       backlog: 20_000,
       backlogSampleMs: 3_000,
       idleSampleMs: 1_500,
+      httpSeconds: 5,
       scenarioTimeoutMs: 90_000,
       soakDeliveries: 50_000,
       soakBacklog: 2_000,
@@ -99,6 +103,7 @@ export function sizesFor(quick: boolean): Sizes {
     backlog: 200_000,
     backlogSampleMs: 15_000,
     idleSampleMs: 5_000,
+    httpSeconds: 20,
     scenarioTimeoutMs: 900_000,
     soakDeliveries: 1_000_000,
     soakBacklog: 5_000,

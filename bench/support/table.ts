@@ -169,6 +169,30 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     met: '—',
   })
 
+  const httpCeiling = (db: Db) => value(outcomes, `http-publish:${db}`, 'ceilingRequestsPerSec')
+  const httpCell = (db: Db) => {
+    const key = `http-publish:${db}`
+    const rate = value(outcomes, key, 'requestsPerSec')
+    const p99 = value(outcomes, key, 'p99')
+    return rate === undefined || p99 === undefined ? missing(outcomes, key) : `${perSec(rate)} · p99 ${ms(p99)} ms`
+  }
+  rows.push({
+    metric: `HTTP API: POST /api/v1/publish via Hono (@hono/node-server), autocannon c=${sizes.httpConnections}, ${sizes.httpSeconds} s, each event matching one webhook, worker off (requests/s · p99)`,
+    sqlite: httpCell('sqlite'),
+    postgres: httpCell('postgres'),
+    anchor: `Hono answering a constant 202 after reading the body: ${perDb((db) => {
+      const rate = httpCeiling(db)
+      const p99 = value(outcomes, `http-publish:${db}`, 'ceilingP99')
+      return rate === undefined || p99 === undefined ? undefined : `${perSec(rate)} · p99 ${ms(p99)} ms`
+    })}`,
+    ratio: perDb((db) => {
+      const rate = value(outcomes, `http-publish:${db}`, 'requestsPerSec')
+      return rate && httpCeiling(db) ? `${Math.round((rate / httpCeiling(db)!) * 100)} %` : undefined
+    }),
+    target: '—',
+    met: '—',
+  })
+
   const ceilingLatency = pairOf(outcomes, 'ceiling', 'latencyP50', 'latencyP99')
   rows.push({
     metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.latencyEvents)} events)`,
