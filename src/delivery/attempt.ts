@@ -18,18 +18,42 @@ export function deliveryMetadata(d: ClaimedDelivery, destination: DestinationRec
   }
 }
 
+/**
+ * A delivery message whose `data` is read from the event when a publisher asks for it: a claimed SQLite row's
+ * data is then parsed only by publishers that need it as a value (see stored-json.ts).
+ */
+class AttemptMessage implements DeliveryMessage {
+  readonly id: string
+  readonly tenant_id: string
+  readonly destination_id: string
+  readonly topic: string
+  readonly time: Date
+  readonly data_json: string | undefined
+  readonly metadata: Record<string, string>
+  readonly attempt: number
+  trace_headers?: Record<string, string>
+  readonly #event: ClaimedDelivery['event']
+
+  constructor(d: ClaimedDelivery, destination: DestinationRecord) {
+    this.#event = d.event
+    this.id = d.event_id
+    this.tenant_id = d.tenant_id
+    this.destination_id = d.destination_id
+    this.topic = d.event.topic
+    this.time = d.event.time
+    this.data_json = d.event.data_json
+    this.metadata = deliveryMetadata(d, destination)
+    this.attempt = d.attempt_count + 1
+  }
+
+  get data(): unknown {
+    return this.#event.data
+  }
+}
+
 /** What a publisher is asked to send for a claimed delivery; `traceHeaders` when the host propagates trace context. */
 export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord, traceHeaders?: Record<string, string>): DeliveryMessage {
-  const message: DeliveryMessage = {
-    id: d.event_id,
-    tenant_id: d.tenant_id,
-    destination_id: d.destination_id,
-    topic: d.event.topic,
-    time: d.event.time,
-    data: d.event.data,
-    metadata: deliveryMetadata(d, destination),
-    attempt: d.attempt_count + 1,
-  }
+  const message = new AttemptMessage(d, destination)
   if (traceHeaders) message.trace_headers = traceHeaders
   return message
 }

@@ -8,7 +8,7 @@ import { untilAborted } from '../net/deadline.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { lazyConnection, type LazyConnection } from './lazy-connection.js'
-import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
+import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 /** Where to connect, parsed from `server_url` + `tls` (credentials are kept apart so they never reach a URL). */
@@ -238,7 +238,7 @@ function brokerLinks(amqp: typeof Amqp, login: BrokerLogin, context: PublisherCo
 
 /** Write one message on a channel; resolves once the broker confirms it. */
 function sendMessage(state: ChannelState, exchange: string, routingKey: string, message: DeliveryMessage): Promise<void> {
-  const body = Buffer.from(JSON.stringify(message.data ?? null))
+  const body = Buffer.from(jsonBody(message))
   const options: Amqp.Options.Publish = {
     contentType: 'application/json',
     messageId: message.id,

@@ -7,7 +7,7 @@ import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { errorCodes } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
-import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 /** Storage classes PutObject accepts (the SDK enum also lists transition-only classes such as FSX_*). */
@@ -195,7 +195,7 @@ export const cloudxS3: DestinationTypeDefinition = {
             new sdk.PutObjectCommand({
               Bucket: config.bucket,
               Key: key,
-              Body: JSON.stringify(message.data ?? null),
+              Body: jsonBody(message),
               ContentType: 'application/json',
               Metadata: objectMetadata(message.metadata),
               ...(config.storage_class ? { StorageClass: config.storage_class } : {}),

@@ -8,7 +8,7 @@ import { failureOf, type FailureDescription } from './failure.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import type { ErrorKind } from '../model/attempt-result.js'
-import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
+import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 const queueNamePattern = /^[A-Za-z0-9_-]{1,80}(\.fifo)?$/
@@ -221,7 +221,7 @@ function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefi
 function sendMessageInput(config: SqsConfig, message: DeliveryMessage): Sqs.SendMessageCommandInput {
   const input: Sqs.SendMessageCommandInput = {
     QueueUrl: config.queue_url,
-    MessageBody: JSON.stringify(message.data ?? null),
+    MessageBody: jsonBody(message),
     MessageAttributes: sqsAttributes(message.metadata),
   }
   if (queueName(config.queue_url).endsWith('.fifo')) {

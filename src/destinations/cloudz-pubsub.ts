@@ -11,7 +11,7 @@ import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { googleCredentialIssue, googleCredentialSecrets } from './google-credentials.js'
 import { lazyConnection } from './lazy-connection.js'
-import type { DestinationTypeDefinition, Publisher } from './types.js'
+import { jsonBody, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 /** GCP project ids (6–30 characters), optionally domain-scoped (`example.com:my-project`). */
@@ -310,7 +310,7 @@ export const cloudzPubsub: DestinationTypeDefinition = {
         let current: OpenTopic | undefined
         try {
           current = await connection.get(signal, emulator ? checked?.[0]?.address : undefined)
-          const data = Buffer.from(JSON.stringify(message.data ?? null), 'utf8')
+          const data = Buffer.from(jsonBody(message), 'utf8')
           // The SDK takes no signal: the attempt stops waiting at its deadline, and the call's late outcome is ignored.
           const messageId = await untilAborted(current.topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) }), signal)
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: messageId }) }

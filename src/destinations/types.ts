@@ -11,6 +11,8 @@ export interface DeliveryMessage {
   topic: string
   time: Date
   data: unknown
+  /** `data` as the JSON text the storage holds, when it kept it: sent as it is (see `jsonBody`). */
+  data_json?: string
   /** `event-id`, `topic`, `timestamp`, then destination `delivery_metadata`, then event `metadata` (later wins). */
   metadata: Record<string, string>
   /** 1 for the first attempt. */
@@ -94,4 +96,15 @@ export interface DestinationTypeDefinition extends DestinationTypeSchema {
   targetUrl?(config: Record<string, unknown>): string | undefined
   /** Create a publisher for a destination; SDKs are imported lazily here. Cached per destination by the engine. */
   createPublisher(destination: PublisherDestination, context: PublisherContext): Promise<Publisher>
+}
+
+/**
+ * The message's data as a JSON body: the stored text when the storage kept it (no parse, no serialisation
+ * per attempt, the same bytes on every attempt), else `data` serialised.
+ *
+ * @example
+ * const body = jsonBody(message) // '{"order":"ord_1"}'
+ */
+export function jsonBody(message: Pick<DeliveryMessage, 'data' | 'data_json'>): string {
+  return message.data_json ?? JSON.stringify(message.data ?? null)
 }

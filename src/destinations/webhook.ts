@@ -3,7 +3,7 @@ import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
 import { generateWebhookSecret, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
 import type { AttemptResult } from '../model/attempt-result.js'
-import type { CredentialsInput, DeliveryMessage, DestinationTypeDefinition, Publisher, PublishOptions } from './types.js'
+import { jsonBody, type CredentialsInput, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublishOptions } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { objectOf } from '../model/common.js'
 
@@ -316,7 +316,7 @@ export const webhook: DestinationTypeDefinition = {
       async publish(message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> {
         const secrets = activeSecrets(credentials, Date.now())
         if (secrets.length === 0) return { ok: false, error_kind: 'configuration', error: 'the webhook has no signing secret' }
-        const body = JSON.stringify(message.data ?? null)
+        const body = jsonBody(message)
         const timestamp = Math.floor(Date.now() / 1000)
         // Outflow's own headers come last so nothing else can replace the signature or framing.
         const headers: Record<string, string> = { ...customHeaders }

@@ -137,7 +137,12 @@ export async function insertEventRows(
     e_id: events.map((e) => e.id),
     e_topic: events.map((e) => e.topic),
     e_time: events.map((e) => iso(e.time)),
-    e_data: events.map((e) => JSON.stringify(e.data)),
+    e_data: events.map((e) => {
+      // The worker attempts a local publish's deliveries with this event in memory: it sends the text stored.
+      const text = JSON.stringify(e.data)
+      e.data_json = text
+      return text
+    }),
     e_metadata: events.map((e) => JSON.stringify(e.metadata)),
     e_retry: events.map((e) => (e.eligible_for_retry ? 't' : 'f')),
     e_created: events.map((e) => iso(e.created_at)),

@@ -136,7 +136,10 @@ export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewE
     return items.map(({ event: e, deliveries, group }, index) => {
       const missingTenant = missing.get(group ?? `item ${index}`)
       if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
-      const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), JSON.stringify(e.data), JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
+      const data = JSON.stringify(e.data)
+      const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), data, JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
+      // The worker attempts a local publish's deliveries with this event in memory: it sends the text stored.
+      if (inserted.changes !== 0) e.data_json = data
       if (inserted.changes === 0) return { duplicate: true, destination_ids: existingDestinations.all(e.tenant_id, e.id) as string[] }
       const destinationIds: string[] = []
       for (const d of deliveries) {

@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import type { HotPath } from './sql-context.js'
 import type { ClaimedDelivery, ClaimRequest } from './storage.js'
+import { eventWithStoredData } from './stored-json.js'
 
 /**
  * The worker's per-batch queue statements on SQLite (claim, lease renewal and release), prepared once.
@@ -62,7 +63,10 @@ type ClaimedRow = [
   created_at: number,
 ]
 
-/** A row as the query builder reads it (schema/sqlite.ts): times from ms, JSON from text, booleans from 0/1. */
+/**
+ * A row as the query builder reads it (schema/sqlite.ts): times from ms, JSON from text, booleans from 0/1.
+ * The data is parsed only when something reads it: an attempt sends the stored text as it is.
+ */
 function claimedDelivery([id, tenantId, eventId, destinationId, attemptCount, manual, replayJob, orderKey, dueAt, topic, time, data, metadata, eligible, createdAt]: ClaimedRow): ClaimedDelivery {
   return {
     id,
@@ -74,15 +78,17 @@ function claimedDelivery([id, tenantId, eventId, destinationId, attemptCount, ma
     ...(replayJob ? { replay: true } : {}),
     order_key: orderKey,
     due_at: new Date(dueAt),
-    event: {
-      tenant_id: tenantId,
-      id: eventId,
-      topic,
-      time: new Date(time),
-      data: JSON.parse(data) as unknown,
-      metadata: JSON.parse(metadata) as Record<string, string>,
-      eligible_for_retry: eligible === 1,
-      created_at: new Date(createdAt),
-    },
+    event: eventWithStoredData(
+      {
+        tenant_id: tenantId,
+        id: eventId,
+        topic,
+        time: new Date(time),
+        metadata: JSON.parse(metadata) as Record<string, string>,
+        eligible_for_retry: eligible === 1,
+        created_at: new Date(createdAt),
+      },
+      data,
+    ),
   }
 }

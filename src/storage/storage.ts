@@ -293,6 +293,11 @@ export interface EventRecord {
   metadata: Record<string, string>
   eligible_for_retry: boolean
   created_at: Date
+  /**
+   * `data` as the JSON text the storage wrote or read back verbatim, when it has it: an attempt sends these
+   * bytes instead of serialising `data` again (see stored-json.ts).
+   */
+  data_json?: string
 }
 
 export interface NewDelivery {

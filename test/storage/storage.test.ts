@@ -337,7 +337,11 @@ for (const kind of storageKinds()) {
         const now = at(base + 1000)
         const first = await s.claimDueDeliveries({ owner: 'R1', now, leaseUntil: at(base + 5000), limit: 2 })
         expect(first.map((c) => c.id).sort()).toEqual(['dlv-o100', 'dlv-o200'])
-        expect(first.find((c) => c.id === 'dlv-o100')).toEqual({
+        const claimed = first.find((c) => c.id === 'dlv-o100')!
+        // The event's fields as stored (a storage may give data as a value read lazily from its stored text).
+        const { tenant_id, id, topic, time, data: value, metadata, eligible_for_retry, created_at } = claimed.event
+        if (claimed.event.data_json !== undefined) expect(JSON.parse(claimed.event.data_json)).toEqual(data)
+        expect({ ...claimed, event: { tenant_id, id, topic, time, data: value, metadata, eligible_for_retry, created_at } }).toEqual({
           id: 'dlv-o100',
           tenant_id: 't-o',
           event_id: 'o100',
@@ -348,7 +352,8 @@ for (const kind of storageKinds()) {
           due_at: at(base + 100),
           event: { tenant_id: 't-o', id: 'o100', topic: 'order.created', time: at(base), data, metadata: { k: 'v', n: '100' }, eligible_for_retry: true, created_at: at(base) },
         })
-        expect(first.find((c) => c.id === 'dlv-o200')!.event).toMatchObject({ data: null, eligible_for_retry: false })
+        const nulled = first.find((c) => c.id === 'dlv-o200')!.event
+        expect([nulled.data, nulled.eligible_for_retry]).toEqual([null, false])
         expect((await s.claimDueDeliveries({ owner: 'R1', now, leaseUntil: at(base + 5000), limit: 10 })).map((c) => c.id)).toEqual(['dlv-o300'])
         expect(await s.releaseLeases('R1')).toBe(3)
         expect((await s.claimDueDeliveries({ owner: 'R2', now, leaseUntil: at(base + 5000), limit: 10 })).map((c) => c.id).sort()).toEqual(['dlv-o100', 'dlv-o200', 'dlv-o300'])
