@@ -92,8 +92,10 @@ export class Outflow extends EventEmitter<OutflowEvents> {
       jwtSecret = randomBytes(32).toString('base64url')
       options.logger.warn({}, 'no jwtSecret configured: tenant tokens are signed with a random per-process secret and stop working on restart')
     }
+    // API requests and typed-API calls give up on a paused database sooner than the worker does (Storage.forCallers).
+    const forCallers = storage.forCallers ?? storage
     this.#ctx = {
-      storage,
+      storage: forCallers,
       options,
       credentialKeys: credentialKeys(options, storage),
       jwtSecret,
@@ -104,7 +106,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     }
     const { credentialKeys: keys, now } = this.#ctx
     this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
-    this.#writer = new EventWriter(storage, this.#worker, now)
+    this.#writer = new EventWriter(forCallers, this.#worker, now)
     this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake() })
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
     this.#commits = new CommitWatcher(() => this.#worker.wake(), options.delivery.pollIntervalMs)

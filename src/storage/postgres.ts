@@ -32,6 +32,12 @@ export interface PostgresOptions {
    */
   timeoutMs?: number
   /**
+   * How long a call made for a caller waits, ms (default 3000, at most `timeoutMs`): each storage call of an API
+   * request or of a typed-API call (`publish`, `listEvents`, …). A paused or unreachable server answers such
+   * callers 503 with Retry-After within it, while the worker, the pruner and replays keep waiting `timeoutMs`.
+   */
+  requestTimeoutMs?: number
+  /**
    * The Postgres schema that holds Outflow's tables (default `public`): lower-case letters, digits and `_`,
    * at most 50 characters. Created by `migrate()` when missing; migrations are recorded in its
    * `__outflow_migrations` table. Put Outflow beside your own tables in your database (one schema each).
@@ -80,6 +86,7 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
     const { drizzle } = await importPeer<typeof import('drizzle-orm/postgres-js')>('drizzle-orm/postgres-js')
     const timeoutMs = options.timeoutMs ?? 10_000
+    const requestTimeoutMs = Math.min(options.requestTimeoutMs ?? 3_000, timeoutMs)
     const schemaName = options.schema ?? 'public'
     if (!schemaNamePattern.test(schemaName))
       throw new OutflowError('validation', `invalid Postgres schema name "${schemaName}": use lower-case letters, digits and _ (at most 50 characters)`, {
@@ -105,15 +112,20 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     // After drizzle, which sets timestamptz to come as text and reads it with `new Date(text)`:
     // wrong for years 1–99 (see postgres-timestamps.ts). A Date from the parser is taken as it is.
     client.options.parsers[timestamptzOid] = parseTimestamptz
-    // Every call: bounded by timeoutMs, connection faults reported as `unavailable`.
-    const bounded = <T>(work: () => Promise<T>, onExpired?: () => void): Promise<T> =>
-      withDeadline(work(), timeoutMs, onExpired).catch((err: unknown) => {
-        throw mapStorageError(err)
-      })
-    const ctx: SqlContext = {
+    // Every call: bounded (timeoutMs, or requestTimeoutMs for callers), connection faults reported as `unavailable`.
+    type Bound = <T>(work: () => Promise<T>, onExpired?: () => void) => Promise<T>
+    const boundBy =
+      (ms: number): Bound =>
+      (work, onExpired) =>
+        withDeadline(work(), ms, onExpired).catch((err: unknown) => {
+          throw mapStorageError(err)
+        })
+    const bounded = boundBy(timeoutMs)
+    const hotPath = postgresHotPath(tables)
+    const contextOf = (bounded: Bound): SqlContext => ({
       dialect: 'postgres',
       tables,
-      hotPath: postgresHotPath(tables),
+      hotPath,
       run: (fn) => bounded(() => fn(db)),
       transaction: <T>(fn: (db: Db) => Promise<T>, { durable = true } = {}) => {
         // Set once the caller has been answered `unavailable`: from then on the transaction rolls back
@@ -143,7 +155,7 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       notifyWork: async (tx) => {
         await tx.execute(sql`select pg_notify(${workChannel}, '')`)
       },
-    }
+    })
     // The database and server this engine's connections reach, to recognise a host's transaction on the same one.
     let identity: Promise<ServerIdentity> | undefined
     const serverIdentity = (refresh = false): Promise<ServerIdentity> => {
@@ -155,13 +167,14 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     }
     const driver = client as unknown as Driver
     // The per-delivery calls as single prepared statements (see postgres-queue.ts).
-    const queue = postgresQueue(tables, driver, bounded)
     const statusesOf = commitStatuses(driver, workChannel)
     const commits = new CommitWatch((xacts) => bounded(() => statusesOf(xacts)))
+    // Read for a host's publish { tx }: a caller waits, so the caller's bound.
     const readTargets = targetsReader(tables, driver)
-    const targets = new PublishTargetCache((tenantIds) => bounded(() => readTargets(tenantIds)))
+    const forCaller = boundBy(requestTimeoutMs)
+    const targets = new PublishTargetCache((tenantIds) => forCaller(() => readTargets(tenantIds)))
     const outbox = { inserts: eventInserts(tables, outboxChecks(tables)), schema: schemaName, serverIdentity, targets, commits }
-    const storage = createSqlStorage(ctx, {
+    const lifecycle: Parameters<typeof createSqlStorage>[1] = {
       insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
       async migrate() {
         // One connection holds a session advisory lock, so two processes starting at once migrate one after the other.
@@ -201,9 +214,15 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
         const { unlisten } = await client.listen(workChannel, () => listener(), () => listener())
         return unlisten
       },
-    })
-    const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = queue
-    return { ...storage, publishTargets, claimDueDeliveries, recordAttempts, extendLeases }
+    }
+    // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
+    const storageBoundBy = (bound: Bound): Storage => {
+      const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = postgresQueue(tables, driver, bound)
+      return { ...createSqlStorage(contextOf(bound), lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases }
+    }
+    // Not enumerable: a storage a host or a test wraps with `{ ...storage, … }` keeps one bound for every call,
+    // rather than the callers' calls bypassing the wrapper.
+    return Object.defineProperty(storageBoundBy(bounded), 'forCallers', { value: storageBoundBy(forCaller), enumerable: false })
   }
 }
 

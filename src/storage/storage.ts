@@ -20,6 +20,13 @@ export interface Storage {
   /** Apply pending migrations (safe when two processes start at once on Postgres). */
   migrate(): Promise<void>
   close(): Promise<void>
+  /**
+   * The same storage, whose calls give up sooner: the engine makes the calls of API requests and typed-API calls
+   * through it, so a caller gets its `unavailable` within seconds while the worker, the pruner and replays wait
+   * the storage's full bound (Postgres: `requestTimeoutMs` against `timeoutMs`). Absent (and not copied by a
+   * spread, so a wrapped storage keeps its wrapper for every call): the one bound serves both.
+   */
+  readonly forCallers?: Storage
 
   // --- tenants -------------------------------------------------------------------------------
   /** Create the tenant, or update it (metadata `undefined` keeps the stored metadata). */

@@ -104,7 +104,8 @@ const lite = (env: Env, name: string): ScenarioTarget => sqliteTarget(env.dir, n
 const scenarios: { name: string; run(env: Env): Promise<Omit<Row, 'scenario' | 'load'> | undefined> }[] = [
   { name: 'restart (`pg_ctl restart -m fast` after 5 s)', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'restart'), { ...base, name: 'restart', fault: restart })) },
   { name: 'backend kills (`pg_terminate_backend` every 2 s for 30 s)', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'kills'), { ...base, name: 'kills', fault: terminateBackends(2_000, 30_000) })) },
-  { name: 'pause (SIGSTOP of the postmaster and backends for 20 s)', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'pause'), { ...base, name: 'pause', fault: pause(20_000) })) },
+  // The worker waits 10 s a call, API requests 2 s: the table's slowest answer shows the callers' bound.
+  { name: 'pause (SIGSTOP of the postmaster and backends for 20 s; storage calls 10 s, requests 2 s)', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'pause'), { ...base, engine: { ...base.engine, timeoutMs: 10_000, requestTimeoutMs: 2_000 }, name: 'pause', fault: pause(20_000) })) },
   { name: 'engine kills (SIGKILL one of 3 engines every 5 s for 60 s)', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'engines'), { ...base, name: 'engines', engines: 3, allowNetworkErrors: true, fault: killEngines(5_000, 60_000) })) },
   { name: 'pool exhaustion (a host job locks `deliveries` EXCLUSIVE for 20 s)', run: async (env) => fromScenario('postgres', await runScenario(await pg(env, 'pool'), { ...base, name: 'pool', fault: lockQueueTable(20_000) })) },
   { name: 'pool exhaustion (another process holds the write lock for 20 s)', run: async (env) => fromScenario('sqlite', await runScenario(lite(env, 'pool'), { ...base, name: 'pool', fault: holdWriteLock(20_000) })) },

@@ -10,6 +10,8 @@ const fixture = join(import.meta.dirname, '../fixtures/fault-engine.ts')
 export interface EngineOptions {
   /** Postgres storage timeout (postgres({ timeoutMs })), or SQLite busyTimeoutMs. */
   timeoutMs: number
+  /** Postgres bound of the calls made for API requests (postgres({ requestTimeoutMs })); default: the storage's own. */
+  requestTimeoutMs?: number
   leaseMs: number
   /** Postgres pool size (default 4). */
   max?: number

@@ -34,8 +34,8 @@ async function silentServer() {
   }
 }
 
-async function engineOn(port: number, timeoutMs?: number): Promise<Outflow> {
-  const storage = postgres({ url: `postgres://postgres@127.0.0.1:${port}/none`, max: 2, timeoutMs })
+async function engineOn(port: number, timeoutMs?: number, requestTimeoutMs?: number): Promise<Outflow> {
+  const storage = postgres({ url: `postgres://postgres@127.0.0.1:${port}/none`, max: 2, timeoutMs, ...(requestTimeoutMs ? { requestTimeoutMs } : {}) })
   return createOutflow({ storage, apiKey, encryptionKey, logger: quiet, migrate: false, delivery: { worker: false } })
 }
 
@@ -81,5 +81,23 @@ describe('Postgres unavailable: typed errors and 503s, never a 500 or a hang', (
       expect(response.status).toBe(503)
       expect(response.headers.get('retry-after')).toBe('1')
     }
+  })
+
+  it('answers callers at requestTimeoutMs while the storage\'s own calls (the worker\'s) wait timeoutMs', async () => {
+    const silent = await silentServer()
+    cleanups.push(silent.close)
+    const outflow = await engineOn(silent.port, 2_000, 200)
+    cleanups.push(() => outflow.close())
+    // The worker's view of the storage: started first, still waiting when the callers have had their answers.
+    const patient = outflow.storage.getTenant('acme').then(
+      () => 'answered',
+      (err: Error) => err.message,
+    )
+    expect(await rejection(outflow.publish(event))).toMatchObject({ code: 'unavailable', message: 'storage unavailable: no answer within 200 ms' })
+    const response = await outflow.fetch(new Request('http://host/api/v1/tenants/acme', { headers: admin }))
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('1')
+    expect(await Promise.race([patient, new Promise((resolve) => setTimeout(resolve, 500, 'waiting'))])).toBe('waiting')
+    expect(await patient).toBe('storage unavailable: no answer within 2000 ms')
   })
 })
