@@ -31,6 +31,7 @@ export function deliveryMessage(d: ClaimedDelivery, destination: DestinationReco
     attempt: d.attempt_count + 1,
   }
   if (traceHeaders) message.trace_headers = traceHeaders
+  if (d.order_key != null) message.ordering_key = d.order_key
   return message
 }
 
