@@ -38,6 +38,8 @@ const createBodies: Record<string, { config?: unknown; credentials?: unknown }> 
     config: { project_id: 'acme-project', topic: 'orders' },
     credentials: { service_account_json: JSON.stringify({ type: 'authorized_user', client_id: 'id.apps.googleusercontent.com', client_secret: 'client-secret', refresh_token: '1//refresh' }) },
   },
+  kafka: { config: { brokers: 'kafka-1.example.com:9092,kafka-2.example.com:9092', topic: 'orders', key_template: 'data.customer', tls: true, sasl_mechanism: 'scram-sha-512' }, credentials: { username: 'outflow', password: 'kafka-password' } },
+  aws_eventbridge: { config: { event_bus: 'arn:aws:events:eu-west-1:123456789012:event-bus/orders', source: 'com.example.shop' }, credentials: aws },
 }
 
 /** A validator of values against the document's components (OpenAPI 3.1 schemas are JSON Schema 2020-12). */
