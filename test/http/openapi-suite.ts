@@ -2,6 +2,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
 import { destinationRegistry } from '../../src/destinations/registry.js'
 import { errorKinds } from '../../src/model/attempt-result.js'
+import { destinationTypes } from '../../src/model/destination-type.js'
 import { routes } from '../../src/http/routes.js'
 import type { SuiteContext } from './support.js'
 
@@ -94,7 +95,7 @@ export function describeOpenApi(ctx: SuiteContext): void {
       expect(param(events, 'status')).toBeUndefined()
       expect(param(paths['/tenants/{tenant_id}/events']!.get, 'status').schema).toMatchObject({ enum: ['success', 'failed'] })
       expect(param(paths['/tenants/{tenant_id}/portal']!.get, 'theme').schema).toMatchObject({ enum: ['light', 'dark'] })
-      expect(param(paths['/tenants/{tenant_id}/destinations']!.get, 'type').schema.items.enum).toHaveLength(8)
+      expect(param(paths['/tenants/{tenant_id}/destinations']!.get, 'type').schema.items.enum).toEqual([...destinationTypes])
     })
 
     it('documents the metrics API with the parameters and response of Outpost’s', async () => {
