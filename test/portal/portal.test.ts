@@ -314,6 +314,9 @@ for (const setup of servers) {
     it.runIf(setup.screenshots)('creates a destination of each type from its generated form, showing no secret', async () => {
       for (const [type, values] of Object.entries(formValues)) {
         await go(`#/destinations/new/${type}`)
+        // Optional fields (kafka's SASL mechanism and login) are folded: unfold them to fill them.
+        const folded = page.locator('details.optional-fields:not([open]) > summary')
+        while ((await folded.count()) > 0) await folded.first().click()
         for (const [key, value] of Object.entries(values.config ?? {})) await page.locator(`#f-config-${key}`).fill(value)
         for (const [key, value] of Object.entries(values.credentials ?? {})) {
           const input = page.locator(`#f-credentials-${key}`)
