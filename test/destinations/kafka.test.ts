@@ -203,6 +203,30 @@ describe('kafka destination', () => {
       expect(result.error).toContain('missing-topic')
     })
 
+    it('reports a message the broker refuses (MESSAGE_TOO_LARGE) as rejected, not retried within the attempt', async () => {
+      const publisher = await publishers.open({ topic: 'audit' })
+      broker.failProduce('audit', errorCodes.MESSAGE_TOO_LARGE, 1)
+      const m = message()
+      const produced = broker.requests.filter((r) => r === 'Produce').length
+      const result = await publisher.publish(m)
+      expect(result).toMatchObject({ ok: false, error_kind: 'rejected' })
+      expect(result.error).toMatch(/MESSAGE_TOO_LARGE|larger than/i)
+      expect(broker.requests.filter((r) => r === 'Produce').length).toBe(produced + 1)
+      expect(recordsOf(m.id)).toEqual([])
+    })
+
+    it('reports a broker that drops the connection as network', async () => {
+      const dropping = net.createServer((socket) => socket.destroy())
+      await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve))
+      try {
+        const publisher = await publishers.open({ brokers: `127.0.0.1:${(dropping.address() as net.AddressInfo).port}` })
+        expect(await publisher.publish(message())).toMatchObject({ ok: false, error_kind: 'network' })
+        await publisher.close()
+      } finally {
+        await new Promise<void>((resolve) => dropping.close(() => resolve()))
+      }
+    })
+
     it('reports a closed port as connection_refused', async () => {
       const port = await new Promise<number>((resolve) => {
         const server = net.createServer().listen(0, '127.0.0.1', () => {
