@@ -50,6 +50,8 @@ export interface FakeEventBridge {
   failNextEntry(failure: FailedEntry): void
   /** Answer the next request with this error. */
   failNext(error: InjectedEventBridgeError): void
+  /** Never answer the next request (its connection stays open until close()). */
+  stallNext(): void
   close(): Promise<void>
 }
 
@@ -99,6 +101,7 @@ export async function startFakeEventBridge(options: FakeEventBridgeOptions): Pro
   const connections = { opened: 0, closed: 0 }
   const entryFailures: FailedEntry[] = []
   const errors: InjectedEventBridgeError[] = []
+  let stalls = 0
   const socketIndex = new WeakMap<object, number>()
 
   const server = http.createServer((req, res) => {
@@ -117,6 +120,10 @@ export async function startFakeEventBridge(options: FakeEventBridgeOptions): Pro
     if (auth.accessKeyId !== options.accessKeyId) return sendError(res, { status: 400, type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' })
     if (auth.service !== 'events' || !signatureMatches(req, raw, auth, options.secretAccessKey)) {
       return sendError(res, { status: 400, type: 'InvalidSignatureException', message: 'The request signature we calculated does not match the signature you provided.' })
+    }
+    if (stalls > 0) {
+      stalls--
+      return
     }
     const injected = errors.shift()
     if (injected) return sendError(res, injected)
@@ -165,6 +172,7 @@ export async function startFakeEventBridge(options: FakeEventBridgeOptions): Pro
     connections,
     failNextEntry: (failure) => void entryFailures.push(failure),
     failNext: (error) => void errors.push(error),
+    stallNext: () => void stalls++,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()
