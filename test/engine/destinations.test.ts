@@ -292,6 +292,17 @@ for (const kind of engineKinds()) {
       expect(w.credentials.secret).toBe('whsec_' + Buffer.alloc(32, 7).toString('base64'))
     })
 
+    it.each([
+      ['kafka', 'password', 'kafk****', 'kafka-password'],
+      ['aws_eventbridge', 'secret', 'aws-****', 'aws-secret-value'],
+    ] as const)('encrypts %s credentials at rest and masks its %s', async (type, field, masked, secret) => {
+      const d = await outflow.createDestination(T, { type, topics: '*', ...samples[type]!.body })
+      expect(d.credentials[field]).toBe(masked)
+      const stored = await outflow.storage.getDestination(T, d.id)
+      expect(stored!.credentials.startsWith('enc:v2:')).toBe(true)
+      expect(stored!.credentials).not.toContain(secret)
+    })
+
     it('rotates a webhook secret: the old one becomes previous_secret, valid for 24 h by default', async () => {
       const w = await outflow.createDestination(T, { type: 'webhook', topics: '*', config: { url: 'https://e.com/r' } })
       const before = Date.now()
