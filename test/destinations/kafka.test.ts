@@ -143,6 +143,22 @@ describe('kafka destination', () => {
       }
     })
 
+    it('writes a batch once when its acknowledgement is lost and the producer re-sends it (idempotent sequence numbers)', async () => {
+      const own = await startFakeKafka({ topics: ['orders'] })
+      try {
+        const publisher = await publishers.open({ brokers: own.broker })
+        expect((await publisher.publish(message())).ok).toBe(true)
+        own.dropAfterAppend('orders')
+        const m = message()
+        expect(await publisher.publish(m)).toMatchObject({ ok: true })
+        expect(own.requests.filter((r) => r === 'Produce')).toHaveLength(3)
+        expect(own.log.filter((r) => r.headers['event-id'] === m.id)).toHaveLength(1)
+        expect(own.log.map((r) => r.sequence)).toEqual([0, 1])
+      } finally {
+        await own.close()
+      }
+    })
+
     it.each(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const)('authenticates with SASL %s', async (mechanism) => {
       const secured = await startFakeKafka({ topics: ['orders'], sasl: { mechanism, username: 'outflow', password: 'kafka-password-1' } })
       try {

@@ -45,6 +45,8 @@ export interface FakeKafka {
   connections: { opened: number; closed: number }
   /** Answer the next `times` Produce requests of `topic` with `code` (nothing is appended). */
   failProduce(topic: string, code: number, times?: number): void
+  /** Append the next Produce batch of `topic`, then drop the connection instead of answering (a lost acknowledgement). */
+  dropAfterAppend(topic: string): void
   /** Report the next `times` Metadata answers for `topic` with this partition error (e.g. LEADER_NOT_AVAILABLE). */
   failMetadata(topic: string, code: number, times?: number): void
   close(): Promise<void>
@@ -93,6 +95,7 @@ export async function startFakeKafka(options: FakeKafkaOptions): Promise<FakeKaf
   const connections = { opened: 0, closed: 0 }
   const produceFaults = new Map<string, { code: number; times: number }>()
   const metadataFaults = new Map<string, { code: number; times: number }>()
+  const dropAfter = new Set<string>()
   /** Next offset per topic-partition; next expected sequence and last batch per producer and partition. */
   const nextOffset = new Map<string, number>()
   const sequences = new Map<string, { next: number; lastFirst: number; lastOffset: number }>()
@@ -145,8 +148,11 @@ export async function startFakeKafka(options: FakeKafkaOptions): Promise<FakeKaf
         return send(socket, request, metadata(request.version, d))
       case apiKeys.InitProducerId:
         return send(socket, request, encoder().writeInt32(0).writeInt16(errorCodes.NONE).writeInt64(nextProducerId++).writeInt16(0))
-      case apiKeys.Produce:
-        return send(socket, request, await produce(request.version, d, session.index))
+      case apiKeys.Produce: {
+        const body = await produce(request.version, d, session.index)
+        if (body) return send(socket, request, body)
+        return void socket.destroy()
+      }
     }
   }
 
@@ -249,13 +255,16 @@ export async function startFakeKafka(options: FakeKafkaOptions): Promise<FakeKaf
     return body.writeArray(topicEntries)
   }
 
-  async function produce(version: number, d: KafkaDecoder, connection: number): Promise<KafkaEncoder> {
+  /** The Produce answer, or null when the connection is to be dropped instead (see dropAfterAppend). */
+  async function produce(version: number, d: KafkaDecoder, connection: number): Promise<KafkaEncoder | null> {
     d.readString() // transactional id
     const acks = d.readInt16()
     d.readInt32() // timeout
     const topicData = d.readArray((t) => ({ name: t.readString() ?? '', partitions: t.readArray((p) => ({ index: p.readInt32(), records: p.readBytes() })) }))
     const responses: KafkaEncoder[] = []
+    let drop = false
     for (const topic of topicData) {
+      if (dropAfter.delete(topic.name)) drop = true
       const partitionResponses: KafkaEncoder[] = []
       for (const partition of topic.partitions) {
         const { error, baseOffset } = await append(topic.name, partition.index, partition.records, acks, connection)
@@ -266,6 +275,7 @@ export async function startFakeKafka(options: FakeKafkaOptions): Promise<FakeKaf
       }
       responses.push(encoder().writeString(topic.name).writeArray(partitionResponses))
     }
+    if (drop) return null
     const body = encoder().writeArray(responses)
     return version >= 1 ? body.writeInt32(0) : body
   }
@@ -338,6 +348,7 @@ export async function startFakeKafka(options: FakeKafkaOptions): Promise<FakeKaf
     connections,
     failProduce: (topic, code, times = 1) => void produceFaults.set(topic, { code, times }),
     failMetadata: (topic, code, times = 1) => void metadataFaults.set(topic, { code, times }),
+    dropAfterAppend: (topic) => void dropAfter.add(topic),
     async close() {
       for (const socket of sockets) socket.destroy()
       await new Promise<void>((resolve) => server.close(() => resolve()))
