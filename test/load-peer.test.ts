@@ -46,6 +46,8 @@ const sdkSamples: Record<string, { package: string; config: unknown; credentials
     config: { project_id: 'acme-project', topic: 'orders', endpoint: 'pubsub-emulator.example:8085' },
     credentials: { service_account_json: '{}' },
   },
+  kafka: { package: 'kafkajs', config: { brokers: 'kafka.example.com:9092', topic: 'orders' }, credentials: {} },
+  aws_eventbridge: { package: '@aws-sdk/client-eventbridge', config: { event_bus: 'orders', source: 'com.example.shop' }, credentials: { key: 'AKIAEXAMPLE', secret: 'aws-secret' } },
 }
 
 /** [type, package] of each type that needs one. */

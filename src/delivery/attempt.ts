@@ -55,6 +55,7 @@ class AttemptMessage implements DeliveryMessage {
 export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord, traceHeaders?: Record<string, string>): DeliveryMessage {
   const message = new AttemptMessage(d, destination)
   if (traceHeaders) message.trace_headers = traceHeaders
+  if (d.order_key != null) message.ordering_key = d.order_key
   return message
 }
 

@@ -17,6 +17,8 @@ export interface DeliveryMessage {
   metadata: Record<string, string>
   /** 1 for the first attempt. */
   attempt: number
+  /** The event's FIFO ordering key when the destination is ordered (`''`: the whole destination is one sequence). */
+  ordering_key?: string
   /** W3C trace context of this attempt (`traceparent`, `tracestate`) when the host opted in; HTTP types send it as headers. */
   trace_headers?: Record<string, string>
 }

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 
-/** The eight destination types of the spec, exactly as spelled there. */
+/** The eight destination types of the spec, exactly as spelled there, then the ones Outflow adds. */
 export const destinationTypes = [
   'webhook',
   'cloudx_sqs',
@@ -10,6 +10,8 @@ export const destinationTypes = [
   'cloudy_servicebus',
   'cloudx_s3',
   'cloudz_pubsub',
+  'kafka',
+  'aws_eventbridge',
 ] as const
 
 /** `type` of a destination: one of `destinationTypes`. */

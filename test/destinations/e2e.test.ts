@@ -5,9 +5,10 @@ import type { Destination } from '../../src/model/destination.js'
 import { engineKinds } from '../support/engines.js'
 import { waitFor } from '../support/receiver.js'
 import { amqpAvailable } from '../support/services.js'
-import { startKinesisPeer, startS3Peer, startSqsPeer } from './e2e/aws-peers.js'
+import { startEventBridgePeer, startKinesisPeer, startS3Peer, startSqsPeer } from './e2e/aws-peers.js'
 import { startAmqpPeer, startPubsubPeer, startServiceBusPeer } from './e2e/broker-peers.js'
 import { startRelayPeer, startWebhookPeer } from './e2e/http-peers.js'
+import { startKafkaPeer } from './e2e/kafka-peer.js'
 import type { Peer, Sent } from './e2e/peer.js'
 
 const topic = 'order.created'
@@ -31,6 +32,7 @@ const runs = (type: DestinationTypeName) => type !== 'amqp_broker' || amqpAvaila
 const peers: Partial<Record<DestinationTypeName, Peer>> = {}
 let relay: Awaited<ReturnType<typeof startRelayPeer>>
 let rabbit: Awaited<ReturnType<typeof startAmqpPeer>> | undefined
+let kafka: Awaited<ReturnType<typeof startKafkaPeer>>
 
 beforeAll(async () => {
   const [webhook, relayPeer, sqs, kinesis, s3, servicebus, pubsub, amqpPeer] = await Promise.all([
@@ -47,6 +49,8 @@ beforeAll(async () => {
   rabbit = amqpPeer
   Object.assign(peers, { webhook, relay, cloudx_sqs: sqs, cloudx_kinesis: kinesis, cloudx_s3: s3, cloudy_servicebus: servicebus, cloudz_pubsub: pubsub })
   if (rabbit) peers.amqp_broker = rabbit
+  kafka = await startKafkaPeer()
+  Object.assign(peers, { kafka, aws_eventbridge: await startEventBridgePeer() })
 })
 
 afterAll(async () => {
@@ -115,6 +119,24 @@ for (const kind of engineKinds()) {
         await deliversEndToEnd(type, apiOnly, `${type}.claimed`)
       })
     }
+
+    it('kafka: an ordered destination keys its messages by the FIFO ordering key, read back from storage, so each sequence stays in one partition', async () => {
+      const tenantId = 'kafka.fifo'
+      await outflow.upsertTenant(tenantId, {})
+      const destination = await outflow.createDestination(tenantId, { type: 'kafka', topics: '*', ...kafka.target, delivery: { ordering: 'fifo', ordering_key: 'data.customer' } })
+      const ids: string[] = []
+      for (const customer of ['cus_a', 'cus_b', 'cus_a', 'cus_b', 'cus_a']) ids.push((await outflow.publish({ tenant_id: tenantId, topic, data: { customer } })).id)
+      const records = await waitFor(() => {
+        const found = ids.map((id) => kafka.broker.log.find((r) => r.headers['event-id'] === id))
+        return found.every(Boolean) && (found as NonNullable<(typeof found)[number]>[])
+      }, 15_000, `the ${ids.length} ordered events of ${destination.id} in the log`)
+      expect(records.map((r) => r.key)).toEqual(['cus_a', 'cus_b', 'cus_a', 'cus_b', 'cus_a'])
+      for (const key of ['cus_a', 'cus_b']) {
+        const sequence = records.filter((r) => r.key === key)
+        expect(new Set(sequence.map((r) => r.partition)).size).toBe(1)
+        expect(sequence.map((r) => r.offset)).toEqual([...sequence.map((r) => r.offset)].sort((a, b) => a - b))
+      }
+    })
 
     it.runIf(amqpAvailable)('amqp_broker: a wrong password gives a failed attempt of kind authentication that names the problem, not the password', async () => {
       const password = 'not-the-broker-password-5f2e'

@@ -25,6 +25,8 @@ const samples: Record<string, { body: Record<string, unknown>; required: string 
     },
     required: 'config.project_id',
   },
+  kafka: { body: { config: { brokers: 'kafka.example.com:9092', topic: 'orders', sasl_mechanism: 'plain' }, credentials: { username: 'outflow', password: 'kafka-password' } }, required: 'config.topic' },
+  aws_eventbridge: { body: { config: { event_bus: 'orders', source: 'com.example.shop' }, credentials: aws }, required: 'config.source' },
 }
 
 function without(body: Record<string, unknown>, path: string): Record<string, unknown> {
@@ -75,7 +77,7 @@ for (const kind of engineKinds()) {
           const { config: _c, ...rest } = sample.body
           expect((await rejects(() => outflow.createDestination(T, { type, topics: ['order.created'], ...rest }), 422)).data).toHaveProperty(['config'])
         })
-      if (type !== 'webhook')
+      if (type !== 'webhook' && type !== 'kafka')
         it('rejects a body without credentials with 422', async () => {
           const { credentials: _c, ...rest } = sample.body
           expect((await rejects(() => outflow.createDestination(T, { type, topics: ['order.created'], ...rest }), 422)).data).toHaveProperty(['credentials'])
@@ -290,6 +292,17 @@ for (const kind of engineKinds()) {
       expect(w.credentials.secret).toBe('whsec_' + Buffer.alloc(32, 7).toString('base64'))
     })
 
+    it.each([
+      ['kafka', 'password', 'kafk****', 'kafka-password'],
+      ['aws_eventbridge', 'secret', 'aws-****', 'aws-secret-value'],
+    ] as const)('encrypts %s credentials at rest and masks its %s', async (type, field, masked, secret) => {
+      const d = await outflow.createDestination(T, { type, topics: '*', ...samples[type]!.body })
+      expect(d.credentials[field]).toBe(masked)
+      const stored = await outflow.storage.getDestination(T, d.id)
+      expect(stored!.credentials.startsWith('enc:v2:')).toBe(true)
+      expect(stored!.credentials).not.toContain(secret)
+    })
+
     it('rotates a webhook secret: the old one becomes previous_secret, valid for 24 h by default', async () => {
       const w = await outflow.createDestination(T, { type: 'webhook', topics: '*', config: { url: 'https://e.com/r' } })
       const before = Date.now()
@@ -328,7 +341,7 @@ for (const kind of engineKinds()) {
       expect(b.target).toBe('events')
     })
 
-    it('describes all eight destination types with every field', async () => {
+    it('describes every destination type with every field', async () => {
       const types = await outflow.listDestinationTypes()
       expect(types.map((t) => t.type)).toEqual([...destinationTypes])
       for (const t of types) {

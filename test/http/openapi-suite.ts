@@ -2,6 +2,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
 import { destinationRegistry } from '../../src/destinations/registry.js'
 import { errorKinds } from '../../src/model/attempt-result.js'
+import { destinationTypes } from '../../src/model/destination-type.js'
 import { routes } from '../../src/http/routes.js'
 import type { SuiteContext } from './support.js'
 
@@ -38,6 +39,8 @@ const createBodies: Record<string, { config?: unknown; credentials?: unknown }> 
     config: { project_id: 'acme-project', topic: 'orders' },
     credentials: { service_account_json: JSON.stringify({ type: 'authorized_user', client_id: 'id.apps.googleusercontent.com', client_secret: 'client-secret', refresh_token: '1//refresh' }) },
   },
+  kafka: { config: { brokers: 'kafka-1.example.com:9092,kafka-2.example.com:9092', topic: 'orders', key_template: 'data.customer', tls: true, sasl_mechanism: 'scram-sha-512' }, credentials: { username: 'outflow', password: 'kafka-password' } },
+  aws_eventbridge: { config: { event_bus: 'arn:aws:events:eu-west-1:123456789012:event-bus/orders', source: 'com.example.shop' }, credentials: aws },
 }
 
 /** A validator of values against the document's components (OpenAPI 3.1 schemas are JSON Schema 2020-12). */
@@ -92,7 +95,7 @@ export function describeOpenApi(ctx: SuiteContext): void {
       expect(param(events, 'status')).toBeUndefined()
       expect(param(paths['/tenants/{tenant_id}/events']!.get, 'status').schema).toMatchObject({ enum: ['success', 'failed'] })
       expect(param(paths['/tenants/{tenant_id}/portal']!.get, 'theme').schema).toMatchObject({ enum: ['light', 'dark'] })
-      expect(param(paths['/tenants/{tenant_id}/destinations']!.get, 'type').schema.items.enum).toHaveLength(8)
+      expect(param(paths['/tenants/{tenant_id}/destinations']!.get, 'type').schema.items.enum).toEqual([...destinationTypes])
     })
 
     it('documents the metrics API with the parameters and response of Outpost’s', async () => {

@@ -1,6 +1,7 @@
 import { GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-kinesis'
 import { GetObjectCommand, NoSuchKey } from '@aws-sdk/client-s3'
 import { expect } from 'vitest'
+import { startFakeEventBridge } from '../../fakes/eventbridge-server.js'
 import { startFakeSqs } from '../../fakes/sqs-server.js'
 import { startKinesalite, startS3rver } from '../../support/emulators.js'
 import type { Peer, Received, Sent } from './peer.js'
@@ -65,5 +66,25 @@ export async function startS3Peer(): Promise<Peer> {
       }
     },
     close: () => s3.close(),
+  }
+}
+
+/** The fake EventBridge endpoint (SigV4 verified) with one bus; it records the entries the real SDK put. */
+export async function startEventBridgePeer(): Promise<Peer> {
+  const key = 'AKIAE2EOUTFLOWEB0001'
+  const secret = 'e2e-eventbridge-secret-0123456789abcdefgh'
+  const bus = await startFakeEventBridge({ accessKeyId: key, secretAccessKey: secret, buses: ['orders'] })
+  return {
+    target: { config: { event_bus: 'orders', endpoint: bus.endpoint, source: 'com.example.e2e' }, credentials: { key, secret } },
+    async read(sent: Sent): Promise<Received[]> {
+      return bus.events.flatMap((event) => {
+        const detail = JSON.parse(event.detail) as { metadata: Record<string, unknown>; data: unknown }
+        if (detail.metadata['event-id'] !== sent.id) return []
+        expect(Object.keys(detail).sort()).toEqual(['data', 'metadata'])
+        expect(event).toMatchObject({ bus: 'orders', source: 'com.example.e2e', detailType: sent.topic, time: Date.parse(sent.time) / 1000 })
+        return [{ data: detail.data, metadata: detail.metadata }]
+      })
+    },
+    close: () => bus.close(),
   }
 }
