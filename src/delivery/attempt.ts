@@ -32,6 +32,7 @@ class AttemptMessage implements DeliveryMessage {
   readonly metadata: Record<string, string>
   readonly attempt: number
   trace_headers?: Record<string, string>
+  ordering_key?: string
   readonly #event: ClaimedDelivery['event']
 
   constructor(d: ClaimedDelivery, destination: DestinationRecord) {

@@ -13,7 +13,7 @@ import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { lazyConnection } from './lazy-connection.js'
 import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
+import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 // Client: kafkajs. Its `socketFactory` lets every socket it opens (seed brokers and the brokers the cluster
@@ -363,7 +363,7 @@ export const kafka: DestinationTypeDefinition = {
               topic: config.topic,
               acks: -1,
               timeout: 10_000,
-              messages: [{ key, value: JSON.stringify(message.data ?? null), headers: message.metadata, timestamp: String(message.time.getTime()) }],
+              messages: [{ key, value: jsonBody(message), headers: message.metadata, timestamp: String(message.time.getTime()) }],
             }),
             signal,
           )
