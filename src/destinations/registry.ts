@@ -6,6 +6,8 @@ import { cloudxS3 } from './cloudx-s3.js'
 import { cloudxSqs } from './cloudx-sqs.js'
 import { cloudyServicebus } from './cloudy-servicebus.js'
 import { cloudzPubsub } from './cloudz-pubsub.js'
+import { natsJetstream } from './nats-jetstream.js'
+import { redisStreams } from './redis-streams.js'
 import { relay } from './relay.js'
 import type { DestinationTypeDefinition } from './types.js'
 import type { DestinationTypeName, DestinationTypeSchema } from '../model/destination-type.js'
@@ -21,6 +23,8 @@ export const destinationRegistry: Record<DestinationTypeName, DestinationTypeDef
   cloudy_servicebus: cloudyServicebus,
   cloudx_s3: cloudxS3,
   cloudz_pubsub: cloudzPubsub,
+  nats_jetstream: natsJetstream,
+  redis_streams: redisStreams,
 }
 
 /** The definition of a type, or a 404 for an unknown one. */

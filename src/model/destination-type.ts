@@ -10,6 +10,8 @@ export const destinationTypes = [
   'cloudy_servicebus',
   'cloudx_s3',
   'cloudz_pubsub',
+  'nats_jetstream',
+  'redis_streams',
 ] as const
 
 /** `type` of a destination: one of `destinationTypes`. */
