@@ -46,6 +46,8 @@ const sdkSamples: Record<string, { package: string; config: unknown; credentials
     config: { project_id: 'acme-project', topic: 'orders', endpoint: 'pubsub-emulator.example:8085' },
     credentials: { service_account_json: '{}' },
   },
+  nats_jetstream: { package: '@nats-io/transport-node', config: { servers: 'nats.example.com:4222', subject: 'events.orders' }, credentials: {} },
+  redis_streams: { package: 'ioredis', config: { url: 'redis://cache.example.com:6379', stream_key: 'events' }, credentials: {} },
 }
 
 /** [type, package] of each type that needs one. */
