@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import { untilAborted } from '../net/deadline.js'
 
 /**
@@ -60,6 +61,8 @@ export function lazyConnection<T, Input = void>({ open, close }: ConnectionLifec
     // The asking publish's deadline bounds the opening only, never the open connection. An opening it gave up on
     // is forgotten at once, so a hung connect cannot hold every later publish.
     const opening = new AbortController()
+    // Every publish that arrives while it opens waits on it (as many as the destination's concurrency): no leak warning.
+    setMaxListeners(0, opening.signal)
     const giveUp = () => {
       opening.abort(signal.reason)
       if (current === entry) current = undefined
