@@ -85,32 +85,28 @@ function parseCreds(text: string): { jwt: string; seed: string } | undefined {
   return jwt && seed ? { jwt, seed } : undefined
 }
 
-const ConfigSchema = v.pipe(
-  v.strictObject(
-    {
-      servers: v.pipe(
-        v.string('must be a string'),
-        v.minLength(1, 'required'),
-        v.rawCheck(({ dataset, addIssue }) => {
-          if (!dataset.typed) return
-          const parsed = parseServers(dataset.value)
-          if (typeof parsed === 'string') addIssue({ message: parsed })
-        }),
-      ),
-      subject: v.optional(v.pipe(v.string('must be a string'), v.maxLength(255, 'must be at most 255 characters'), v.regex(subjectPattern, 'must be a subject such as orders.created: dot-separated tokens, no spaces or wildcards'))),
-      subject_template: v.optional(TemplateSchema),
-      stream: v.optional(v.pipe(v.string('must be a string'), v.regex(streamPattern, 'must be a stream name: no spaces, ".", "*", ">", "/" or "\\"'))),
-      tls: v.optional(v.boolean('must be a boolean')),
-    },
-    'unexpected field',
-  ),
-  v.rawCheck(({ dataset, addIssue }) => {
-    if (!dataset.typed) return
-    const { subject, subject_template: template } = dataset.value
-    const path = (key: string) => [{ type: 'object', origin: 'value', input: dataset.value, key, value: undefined }] as never
-    if (subject === undefined && template === undefined) addIssue({ message: 'required (or subject_template)', path: path('subject') })
-    if (subject !== undefined && template !== undefined) addIssue({ message: 'give subject or subject_template, not both', path: path('subject_template') })
-  }),
+const ConfigSchema = v.strictObject(
+  {
+    servers: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'required'),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return
+        const parsed = parseServers(dataset.value)
+        if (typeof parsed === 'string') addIssue({ message: parsed })
+      }),
+    ),
+    subject: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'required'),
+      v.maxLength(255, 'must be at most 255 characters'),
+      v.regex(subjectPattern, 'must be a subject such as events.orders: dot-separated tokens, no spaces or wildcards'),
+    ),
+    subject_template: v.optional(TemplateSchema),
+    stream: v.optional(v.pipe(v.string('must be a string'), v.regex(streamPattern, 'must be a stream name: no spaces, ".", "*", ">", "/" or "\\"'))),
+    tls: v.optional(v.boolean('must be a boolean')),
+  },
+  'unexpected field',
 )
 
 /** User/password, a token, an NKey seed, or a .creds file (user JWT and seed): one of them, or none for a server without auth. */
@@ -156,16 +152,17 @@ const configFields: FieldSpec[] = [
     key: 'subject',
     type: 'text',
     label: 'Subject',
-    description: 'The subject every message is published to, e.g. events.orders. A JetStream stream must capture it. Give this or a subject template.',
-    required: false,
+    description: 'The subject messages are published to, e.g. events.orders. A JetStream stream must capture it (with a template: capture events.orders.>).',
+    required: true,
     sensitive: false,
     maxlength: 255,
+    pattern: '^[^\\s.*>]+(\\.[^\\s.*>]+)*$',
   },
   {
     key: 'subject_template',
     type: 'text',
     label: 'Subject template',
-    description: "A JMESPath expression over { id, topic, time, metadata, data } giving each message's subject, e.g. join('.', ['events', topic]). Instead of a fixed subject.",
+    description: 'A JMESPath expression over { id, topic, time, metadata, data } whose value is appended to the subject after a dot, e.g. topic: events.orders.order.created. Default: none.',
     required: false,
     sensitive: false,
   },
@@ -195,9 +192,10 @@ const instructions = `## Deliver events to NATS JetStream
    **duplicate window** (2 minutes by default) decides how long a re-sent event is recognised.
 2. Create a user for Outflow allowed to publish to that subject (and to receive the
    acknowledgement on \`_INBOX.>\`), with a password, a token, an NKey or a \`.creds\` file.
-3. Enter the **servers** (\`nats.example.com:4222\`, several separated by commas, or \`tls://\` URLs), a
-   **subject** or a **subject template** (JMESPath over \`{ id, topic, time, metadata, data }\`, e.g.
-   \`join('.', ['events', topic])\`), and optionally the **stream** that must store the messages.
+3. Enter the **servers** (\`nats.example.com:4222\`, several separated by commas, or \`tls://\` URLs), the
+   **subject**, and optionally a **subject template** (JMESPath over \`{ id, topic, time, metadata, data }\`)
+   whose value is appended to the subject: with subject \`events\` and template \`topic\`, an
+   \`order.created\` event goes to \`events.order.created\`. Optionally name the **stream** that must store them.
 
 Each event is published as one message: the body is the event \`data\` as JSON, the event metadata
 (\`event-id\`, \`topic\`, \`timestamp\`, …) is sent as message headers, and \`Nats-Msg-Id\` is the event
@@ -320,11 +318,11 @@ function messageHeaders(nats: typeof Nats, metadata: Record<string, string>): Na
   return headers
 }
 
-/** The subject of a message: the fixed one, or the template's value (an invalid one is a configuration failure). */
+/** The subject of a message: the configured one, then the template's value after a dot (an invalid one is a configuration failure). */
 function subjectFor(config: NatsConfig, message: DeliveryMessage): string {
-  if (config.subject !== undefined) return config.subject
-  const subject = renderTemplate(config.subject_template!, templateSubject(message))
-  if (!subjectPattern.test(subject) || subject.length > 255) throw new Error(`subject_template gave ${JSON.stringify(subject.slice(0, 300))}, which is not a subject`)
+  if (config.subject_template === undefined) return config.subject
+  const subject = `${config.subject}.${renderTemplate(config.subject_template, templateSubject(message))}`
+  if (!subjectPattern.test(subject) || subject.length > 255) throw new Error(`the subject would be ${JSON.stringify(subject.slice(0, 300))}, which is not a subject`)
   return subject
 }
 
@@ -345,7 +343,7 @@ export const natsJetstream: DestinationTypeDefinition = {
 
   target(config) {
     const { subject, subject_template: template, stream } = config as Partial<NatsConfig>
-    const where = subject ?? template
+    const where = template && subject ? `${subject}.{${template}}` : subject
     return stream && where ? `${stream}/${where}` : (where ?? stream)
   },
 

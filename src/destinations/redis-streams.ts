@@ -43,34 +43,25 @@ function parseRedisUrl(text: string): RedisAddress | string {
   return { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? Number(url.port) : 6379, db: path === '' ? 0 : Number(path), tls: url.protocol === 'rediss:' }
 }
 
-const keyCheck = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(maxKeyBytes, `must be at most ${maxKeyBytes} characters`))
+const keyCheck = v.pipe(v.string('must be a string'), v.minLength(1, 'required'), v.maxLength(maxKeyBytes, `must be at most ${maxKeyBytes} characters`))
 
-const ConfigSchema = v.pipe(
-  v.strictObject(
-    {
-      url: v.pipe(
-        v.string('must be a string'),
-        v.minLength(1, 'required'),
-        v.rawCheck(({ dataset, addIssue }) => {
-          if (!dataset.typed) return
-          const parsed = parseRedisUrl(dataset.value)
-          if (typeof parsed === 'string') addIssue({ message: parsed })
-        }),
-      ),
-      stream_key: v.optional(keyCheck),
-      stream_key_template: v.optional(TemplateSchema),
-      max_length: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
-      dedupe_window_seconds: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(2_592_000, 'must be at most 2592000 (30 days)'))),
-    },
-    'unexpected field',
-  ),
-  v.rawCheck(({ dataset, addIssue }) => {
-    if (!dataset.typed) return
-    const { stream_key: key, stream_key_template: template } = dataset.value
-    const path = (name: string) => [{ type: 'object', origin: 'value', input: dataset.value, key: name, value: undefined }] as never
-    if (key === undefined && template === undefined) addIssue({ message: 'required (or stream_key_template)', path: path('stream_key') })
-    if (key !== undefined && template !== undefined) addIssue({ message: 'give stream_key or stream_key_template, not both', path: path('stream_key_template') })
-  }),
+const ConfigSchema = v.strictObject(
+  {
+    url: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'required'),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return
+        const parsed = parseRedisUrl(dataset.value)
+        if (typeof parsed === 'string') addIssue({ message: parsed })
+      }),
+    ),
+    stream_key: keyCheck,
+    stream_key_template: v.optional(TemplateSchema),
+    max_length: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
+    dedupe_window_seconds: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(2_592_000, 'must be at most 2592000 (30 days)'))),
+  },
+  'unexpected field',
 )
 
 const CredentialsSchema = v.pipe(
@@ -102,12 +93,12 @@ const configFields: FieldSpec[] = [
     sensitive: false,
     pattern: '^rediss?://[^\\s@?#]+$',
   },
-  { key: 'stream_key', type: 'text', label: 'Stream key', description: 'The key of the stream every entry is added to, e.g. events:orders. Give this or a stream key template.', required: false, sensitive: false, maxlength: maxKeyBytes },
+  { key: 'stream_key', type: 'text', label: 'Stream key', description: 'The key of the stream entries are added to, e.g. events:orders.', required: true, sensitive: false, minlength: 1, maxlength: maxKeyBytes },
   {
     key: 'stream_key_template',
     type: 'text',
     label: 'Stream key template',
-    description: "A JMESPath expression over { id, topic, time, metadata, data } giving each entry's stream key, e.g. join(':', ['events', topic]). Instead of a fixed key.",
+    description: 'A JMESPath expression over { id, topic, time, metadata, data } whose value is appended to the stream key after a colon, e.g. topic: events:orders:order.created. Default: none.',
     required: false,
     sensitive: false,
   },
@@ -130,8 +121,10 @@ const credentialFields: FieldSpec[] = [
 
 const instructions = `## Deliver events to a Redis stream
 
-1. Pick the **stream key** (the stream is created by the first entry), or a **stream key template**:
-   a JMESPath expression over \`{ id, topic, time, metadata, data }\`, e.g. \`join(':', ['events', topic])\`.
+1. Pick the **stream key** (the stream is created by the first entry). Optionally a **stream key
+   template** (JMESPath over \`{ id, topic, time, metadata, data }\`) gives each event its own stream:
+   its value is appended after a colon, so key \`events\` and template \`topic\` put an \`order.created\`
+   event in \`events:order.created\`.
 2. If the server has authentication, create an ACL user allowed to run \`XADD\`, \`GET\`, \`SET\`,
    \`EVAL\` and \`EVALSHA\` on those keys and the keys \`<stream key>:outflow-dedupe:*\` (or use the password).
 3. Enter the **URL** (\`redis://redis.example.com:6379/0\`, \`rediss://\` for TLS), the stream key, and
@@ -245,11 +238,11 @@ async function openClient(Redis: typeof IoRedis.Redis, { address, credentials, c
   return client as AppendingRedis
 }
 
-/** The stream key of an entry: the fixed one, or the template's value. */
+/** The stream key of an entry: the configured one, then the template's value after a colon. */
 function streamKeyFor(config: RedisConfig, message: DeliveryMessage): string {
-  if (config.stream_key !== undefined) return config.stream_key
-  const key = renderTemplate(config.stream_key_template!, templateSubject(message))
-  if (key.length > maxKeyBytes) throw new Error(`stream_key_template gave a key longer than ${maxKeyBytes} characters`)
+  if (config.stream_key_template === undefined) return config.stream_key
+  const key = `${config.stream_key}:${renderTemplate(config.stream_key_template, templateSubject(message))}`
+  if (key.length > maxKeyBytes) throw new Error(`the stream key would be longer than ${maxKeyBytes} characters`)
   return key
 }
 
@@ -270,7 +263,7 @@ export const redisStreams: DestinationTypeDefinition = {
 
   target(config) {
     const { stream_key: key, stream_key_template: template } = config as Partial<RedisConfig>
-    return key ?? template
+    return key && template ? `${key}:{${template}}` : key
   },
 
   targetUrl(config) {

@@ -38,8 +38,8 @@ const createBodies: Record<string, { config?: unknown; credentials?: unknown }> 
     config: { project_id: 'acme-project', topic: 'orders' },
     credentials: { service_account_json: JSON.stringify({ type: 'authorized_user', client_id: 'id.apps.googleusercontent.com', client_secret: 'client-secret', refresh_token: '1//refresh' }) },
   },
-  nats_jetstream: { config: { servers: 'nats-1.example.com:4222, tls://nats-2.example.com:4222', subject: 'events.orders', stream: 'EVENTS' }, credentials: { username: 'outflow', password: 'nats-password' } },
-  redis_streams: { config: { url: 'rediss://cache.example.com:6380/1', stream_key_template: "join(':', ['events', topic])", max_length: 100000 }, credentials: { password: 'redis-password' } },
+  nats_jetstream: { config: { servers: 'nats-1.example.com:4222, tls://nats-2.example.com:4222', subject: 'events', subject_template: 'topic', stream: 'EVENTS' }, credentials: { username: 'outflow', password: 'nats-password' } },
+  redis_streams: { config: { url: 'rediss://cache.example.com:6380/1', stream_key: 'events', stream_key_template: 'topic', max_length: 100000 }, credentials: { password: 'redis-password' } },
 }
 
 /** A validator of values against the document's components (OpenAPI 3.1 schemas are JSON Schema 2020-12). */
