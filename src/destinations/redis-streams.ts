@@ -125,8 +125,9 @@ const instructions = `## Deliver events to a Redis stream
    template** (JMESPath over \`{ id, topic, time, metadata, data }\`) gives each event its own stream:
    its value is appended after a colon, so key \`events\` and template \`topic\` put an \`order.created\`
    event in \`events:order.created\`.
-2. If the server has authentication, create an ACL user allowed to run \`XADD\`, \`GET\`, \`SET\`,
-   \`EVAL\` and \`EVALSHA\` on those keys and the keys \`<stream key>:outflow-dedupe:*\` (or use the password).
+2. If the server has authentication, create an ACL user for Outflow (or use the password), e.g.
+   \`ACL SETUSER outflow on >password ~events* +xadd +get +set +eval +evalsha +info +client|setname +select\`:
+   its keys are the stream keys and \`<stream key>:outflow-dedupe:*\`.
 3. Enter the **URL** (\`redis://redis.example.com:6379/0\`, \`rediss://\` for TLS), the stream key, and
    optionally a **maximum length**: the stream is then trimmed to about that many entries.
 
@@ -227,6 +228,7 @@ async function openClient(Redis: typeof IoRedis.Redis, { address, credentials, c
   client.on('error', (err: unknown) => (firstError ??= err))
   client.defineCommand('outflowAppend', { numberOfKeys: 2, lua: appendScript })
   try {
+    // Resolves once AUTH, CLIENT SETNAME and the ready check (INFO) passed.
     await client.connect()
     // Selected here rather than with the `db` option: ioredis only emits an 'error' when that SELECT fails, and
     // goes on writing to database 0.
