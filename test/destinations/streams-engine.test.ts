@@ -8,8 +8,9 @@ import { engineKinds } from '../support/engines.js'
 import { waitFor } from '../support/receiver.js'
 import { natsAvailable, natsUrl, redisAvailable, redisUrl } from '../support/services.js'
 
-// Through the engine, on both storages: an attempt the server refuses is a failed attempt of the documented kind,
-// a retry once the server is fixed succeeds, and a retry after that success stores nothing twice.
+// Through the engine, on both storages: credentials are stored encrypted and answered masked; an attempt the server
+// refuses is a failed attempt of the documented kind, a retry once the server is fixed succeeds, and a retry after
+// that success stores nothing twice.
 
 const topic = 'order.created'
 
@@ -45,6 +46,22 @@ for (const kind of engineKinds()) {
         const found = await outflow.listDeliveries(tenantId, eventId).catch(() => [])
         return found.length === count && found
       }, 15_000, `${count} attempts of ${eventId}`)
+
+    it('stores the credentials of both types encrypted and answers them masked', async () => {
+      const tenantId = `creds.${kind.name.replace(/\W/g, '')}`
+      await outflow.upsertTenant(tenantId, {})
+      const secrets = { nats_jetstream: { token: 'nats-token-secret-value' }, redis_streams: { username: 'outflow', password: 'redis-secret-value' } }
+      const configs = { nats_jetstream: { servers: 'nats.example.com:4222', subject: 'events' }, redis_streams: { url: 'redis://cache.example.com', stream_key: 'events' } }
+      for (const type of ['nats_jetstream', 'redis_streams'] as const) {
+        const secret = Object.values(secrets[type]).at(-1)!
+        const created = await outflow.createDestination(tenantId, { type, topics: '*', config: configs[type], credentials: secrets[type] })
+        expect(JSON.stringify(created)).not.toContain(secret)
+        expect(Object.values(created.credentials)).toContain(`${secret.slice(0, 4)}****`)
+        const stored = (await outflow.storage.getDestination(tenantId, created.id))!.credentials as unknown as string
+        expect(stored).toMatch(/^enc:v2:/)
+        expect(stored).not.toContain(secret)
+      }
+    })
 
     it('redis_streams: WRONGTYPE is a rejected attempt; the retry after the key is freed adds the entry, a second retry adds none', async () => {
       const tenantId = `redis.${kind.name.replace(/\W/g, '')}`
