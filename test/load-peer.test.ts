@@ -48,6 +48,8 @@ const sdkSamples: Record<string, { package: string; config: unknown; credentials
   },
   kafka: { package: 'kafkajs', config: { brokers: 'kafka.example.com:9092', topic: 'orders' }, credentials: {} },
   aws_eventbridge: { package: '@aws-sdk/client-eventbridge', config: { event_bus: 'orders', source: 'com.example.shop' }, credentials: { key: 'AKIAEXAMPLE', secret: 'aws-secret' } },
+  nats_jetstream: { package: '@nats-io/transport-node', config: { servers: 'nats.example.com:4222', subject: 'events.orders' }, credentials: {} },
+  redis_streams: { package: 'ioredis', config: { url: 'redis://cache.example.com:6379', stream_key: 'events' }, credentials: {} },
 }
 
 /** [type, package] of each type that needs one. */

@@ -8,6 +8,8 @@ import { cloudyServicebus } from './cloudy-servicebus.js'
 import { cloudzPubsub } from './cloudz-pubsub.js'
 import { kafka } from './kafka.js'
 import { awsEventbridge } from './aws-eventbridge.js'
+import { natsJetstream } from './nats-jetstream.js'
+import { redisStreams } from './redis-streams.js'
 import { relay } from './relay.js'
 import type { DestinationTypeDefinition } from './types.js'
 import type { DestinationTypeName, DestinationTypeSchema } from '../model/destination-type.js'
@@ -25,6 +27,8 @@ export const destinationRegistry: Record<DestinationTypeName, DestinationTypeDef
   cloudz_pubsub: cloudzPubsub,
   kafka,
   aws_eventbridge: awsEventbridge,
+  nats_jetstream: natsJetstream,
+  redis_streams: redisStreams,
 }
 
 /** The definition of a type, or a 404 for an unknown one. */

@@ -12,6 +12,8 @@ export const destinationTypes = [
   'cloudz_pubsub',
   'kafka',
   'aws_eventbridge',
+  'nats_jetstream',
+  'redis_streams',
 ] as const
 
 /** `type` of a destination: one of `destinationTypes`. */

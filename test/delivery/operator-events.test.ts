@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
+import { jetstream, jetstreamManager } from '@nats-io/jetstream'
+import { connect as natsConnect } from '@nats-io/transport-node'
 import amqp from 'amqplib'
+import { Redis } from 'ioredis'
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Outflow } from '../../src/engine.js'
@@ -7,7 +10,7 @@ import type { OperatorEvent } from '../../src/model/operator-event.js'
 import { resolveOptions } from '../../src/options.js'
 import { encryptionKey, engineKinds, rejection } from '../support/engines.js'
 import { startReceiver, waitFor, type Received } from '../support/receiver.js'
-import { amqpAvailable, amqpUrl } from '../support/services.js'
+import { amqpAvailable, amqpUrl, natsAvailable, natsUrl, redisAvailable, redisUrl } from '../support/services.js'
 
 const sinkSecret = `whsec_${Buffer.from('operator-sink-secret-for-tests-000').toString('base64')}`
 const payloadMarker = 'tenant-payload-not-for-operators'
@@ -187,6 +190,54 @@ for (const kind of engineKinds()) {
         expect(count(topics)).toEqual({ 'alert.destination.consecutive_failure': 4, 'alert.destination.disabled': 1 })
       } finally {
         await connection.close()
+      }
+    })
+
+    /** Two failures in a row of a tenant's webhook with `consecutiveFailures: 2`: four levels and the disable. */
+    async function failTwice(outflow: Outflow): Promise<void> {
+      await outflow.upsertTenant('acme', {})
+      await outflow.createDestination('acme', { type: 'webhook', topics: '*', config: { url: `${receiver.url}/always-500` } })
+      for (let i = 0; i < 2; i++) await outflow.publish({ tenant_id: 'acme', topic: 'x', data: {}, eligible_for_retry: false })
+    }
+
+    it.runIf(redisAvailable)('delivers operator events to a Redis stream sink (redis_streams)', async () => {
+      const redis = new Redis(redisUrl)
+      const stream = `outflow-t-operator:${randomUUID()}`
+      try {
+        const outflow = await kind.create({ delivery: quick, alerts: { consecutiveFailures: 2 }, operatorEvents: { destination: { type: 'redis_streams', config: { url: redisUrl, stream_key: stream } } } })
+        await failTwice(outflow)
+        const topics = await waitFor(async () => {
+          const rows = await redis.xrange(stream, '-', '+')
+          return rows.length === 5 && rows.map(([, fields]) => (JSON.parse(fields[fields.indexOf('data') + 1]!) as OperatorEvent).topic)
+        }, 10_000, 'five operator events in the stream')
+        expect(count(topics)).toEqual({ 'alert.destination.consecutive_failure': 4, 'alert.destination.disabled': 1 })
+      } finally {
+        const keys = await redis.keys(`${stream}*`)
+        if (keys.length) await redis.del(...keys)
+        redis.disconnect()
+      }
+    })
+
+    it.runIf(natsAvailable)('delivers operator events to a JetStream sink (nats_jetstream)', async () => {
+      const server = new URL(natsUrl)
+      const servers = `${server.hostname}:${server.port || 4222}`
+      const nc = await natsConnect({ servers })
+      const jsm = await jetstreamManager(nc)
+      const id = randomUUID().replaceAll('-', '')
+      await jsm.streams.add({ name: `OUTFLOW_OPS_${id}`, subjects: [`outflow-ops-${id}`] })
+      try {
+        const outflow = await kind.create({ delivery: quick, alerts: { consecutiveFailures: 2 }, operatorEvents: { destination: { type: 'nats_jetstream', config: { servers, subject: `outflow-ops-${id}` } } } })
+        await failTwice(outflow)
+        await waitFor(async () => (await jsm.streams.info(`OUTFLOW_OPS_${id}`)).state.messages === 5, 10_000, 'five operator events in the stream')
+        const topics: string[] = []
+        for await (const m of await (await jetstream(nc).consumers.get(`OUTFLOW_OPS_${id}`)).fetch({ max_messages: 5, expires: 2000 })) {
+          topics.push(m.json<OperatorEvent>().topic)
+          if (topics.length === 5) break
+        }
+        expect(count(topics)).toEqual({ 'alert.destination.consecutive_failure': 4, 'alert.destination.disabled': 1 })
+      } finally {
+        await jsm.streams.delete(`OUTFLOW_OPS_${id}`).catch(() => {})
+        await nc.close()
       }
     })
 

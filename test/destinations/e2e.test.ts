@@ -4,11 +4,12 @@ import type { Outflow } from '../../src/engine.js'
 import type { Destination } from '../../src/model/destination.js'
 import { engineKinds } from '../support/engines.js'
 import { waitFor } from '../support/receiver.js'
-import { amqpAvailable } from '../support/services.js'
+import { amqpAvailable, natsAvailable, redisAvailable } from '../support/services.js'
 import { startEventBridgePeer, startKinesisPeer, startS3Peer, startSqsPeer } from './e2e/aws-peers.js'
 import { startAmqpPeer, startPubsubPeer, startServiceBusPeer } from './e2e/broker-peers.js'
 import { startRelayPeer, startWebhookPeer } from './e2e/http-peers.js'
 import { startKafkaPeer } from './e2e/kafka-peer.js'
+import { startNatsPeer, startRedisPeer } from './e2e/stream-peers.js'
 import type { Peer, Sent } from './e2e/peer.js'
 
 const topic = 'order.created'
@@ -25,8 +26,9 @@ function expectedMetadata(eventId: string): Record<string, string> {
   return { 'event-id': eventId, topic, timestamp, team: 'fulfilment', region: 'eu-west-1', source: 'checkout' }
 }
 
-/** A RabbitMQ test without RabbitMQ is skipped (or fails under OUTFLOW_REQUIRE_SERVICES=1, when amqpAvailable throws). */
-const runs = (type: DestinationTypeName) => type !== 'amqp_broker' || amqpAvailable
+/** A test of a local server's type without that server is skipped (or fails under OUTFLOW_REQUIRE_SERVICES=1, when `*Available` throws). */
+const serverAvailable: Partial<Record<DestinationTypeName, boolean>> = { amqp_broker: amqpAvailable, nats_jetstream: natsAvailable, redis_streams: redisAvailable }
+const runs = (type: DestinationTypeName) => serverAvailable[type] ?? true
 
 // One peer per type for the whole file, shared by both storages (each event is found by its own id).
 const peers: Partial<Record<DestinationTypeName, Peer>> = {}
@@ -51,6 +53,8 @@ beforeAll(async () => {
   if (rabbit) peers.amqp_broker = rabbit
   kafka = await startKafkaPeer()
   Object.assign(peers, { kafka, aws_eventbridge: await startEventBridgePeer() })
+  if (natsAvailable) peers.nats_jetstream = await startNatsPeer()
+  if (redisAvailable) peers.redis_streams = await startRedisPeer()
 })
 
 afterAll(async () => {

@@ -37,6 +37,22 @@ describe('lazyConnection', () => {
     expect(opens).toHaveLength(1)
   })
 
+  it('lets fifty publishes wait on one opening without a listener leak warning', async () => {
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(warning.name)
+    process.on('warning', onWarning)
+    try {
+      const { connection, opens } = fakeConnections()
+      const all = await Promise.all([...Array(50)].map(() => connection.get(live())))
+      expect(new Set(all).size).toBe(1)
+      expect(opens).toHaveLength(1)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   it('forgets a connection that failed to open, so the next publish opens another', async () => {
     const { connection } = fakeConnections({ failFirst: true })
     await expect(connection.get(live())).rejects.toThrow('ECONNREFUSED')

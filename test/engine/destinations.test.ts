@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Outflow } from '../../src/engine.js'
+import { destinationRegistry } from '../../src/destinations/registry.js'
 import { destinationTypes } from '../../src/model/destination-type.js'
 import { engineKinds, rejection, snapshot } from '../support/engines.js'
 
@@ -27,6 +28,8 @@ const samples: Record<string, { body: Record<string, unknown>; required: string 
   },
   kafka: { body: { config: { brokers: 'kafka.example.com:9092', topic: 'orders', sasl_mechanism: 'plain' }, credentials: { username: 'outflow', password: 'kafka-password' } }, required: 'config.topic' },
   aws_eventbridge: { body: { config: { event_bus: 'orders', source: 'com.example.shop' }, credentials: aws }, required: 'config.source' },
+  nats_jetstream: { body: { config: { servers: 'nats.example.com:4222', subject: 'events.orders' }, credentials: { token: 'nats-token-value' } }, required: 'config.servers' },
+  redis_streams: { body: { config: { url: 'redis://cache.example.com:6379/0', stream_key: 'events:orders' }, credentials: { password: 'redis-password-value' } }, required: 'config.url' },
 }
 
 function without(body: Record<string, unknown>, path: string): Record<string, unknown> {
@@ -77,7 +80,7 @@ for (const kind of engineKinds()) {
           const { config: _c, ...rest } = sample.body
           expect((await rejects(() => outflow.createDestination(T, { type, topics: ['order.created'], ...rest }), 422)).data).toHaveProperty(['config'])
         })
-      if (type !== 'webhook' && type !== 'kafka')
+      if (destinationRegistry[type].credentialsRequired)
         it('rejects a body without credentials with 422', async () => {
           const { credentials: _c, ...rest } = sample.body
           expect((await rejects(() => outflow.createDestination(T, { type, topics: ['order.created'], ...rest }), 422)).data).toHaveProperty(['credentials'])

@@ -41,6 +41,8 @@ const createBodies: Record<string, { config?: unknown; credentials?: unknown }> 
   },
   kafka: { config: { brokers: 'kafka-1.example.com:9092,kafka-2.example.com:9092', topic: 'orders', key_template: 'data.customer', tls: true, sasl_mechanism: 'scram-sha-512' }, credentials: { username: 'outflow', password: 'kafka-password' } },
   aws_eventbridge: { config: { event_bus: 'arn:aws:events:eu-west-1:123456789012:event-bus/orders', source: 'com.example.shop' }, credentials: aws },
+  nats_jetstream: { config: { servers: 'nats-1.example.com:4222, tls://nats-2.example.com:4222', subject: 'events', subject_template: 'topic', stream: 'EVENTS' }, credentials: { username: 'outflow', password: 'nats-password' } },
+  redis_streams: { config: { url: 'rediss://cache.example.com:6380/1', stream_key: 'events', stream_key_template: 'topic', max_length: 100000 }, credentials: { password: 'redis-password' } },
 }
 
 /** A validator of values against the document's components (OpenAPI 3.1 schemas are JSON Schema 2020-12). */

@@ -37,6 +37,8 @@ const formValues: Record<string, { config?: Record<string, string>; credentials?
   },
   kafka: { config: { brokers: 'kafka-1.example.com:9092,kafka-2.example.com:9092', topic: 'orders', sasl_mechanism: 'scram-sha-512' }, credentials: { username: 'outflow', password: 'kafka-password-value' }, secret: 'kafka-password-value' },
   aws_eventbridge: { config: { event_bus: 'orders', source: 'com.example.shop' }, credentials: aws, secret: aws.secret },
+  nats_jetstream: { config: { servers: 'nats.example.com:4222', subject: 'events.orders' }, credentials: { token: 'nats-token-value-0123' }, secret: 'nats-token-value-0123' },
+  redis_streams: { config: { url: 'redis://cache.example.com:6379/0', stream_key: 'events:orders' }, credentials: { password: 'redis-password-value' }, secret: 'redis-password-value' },
 }
 
 /** `screenshots`: this run also takes the portal-*.png screenshots (into docs/ with OUTFLOW_UPDATE_SCREENSHOTS=1) and walks the checks that do not depend on the host or storage (every type's form, replay, keyboard). */
@@ -324,7 +326,9 @@ for (const setup of servers) {
           await input.fill(value)
         }
         await noAxeViolations(`${type} form`)
-        if (type === 'kafka' || type === 'aws_eventbridge') await shot(`portal-form-${type}.png`)
+        // Each form as filled in, to look at (never into docs/).
+        mkdirSync(join(tmpdir(), 'outflow-portal-forms'), { recursive: true })
+        await page.screenshot({ path: join(tmpdir(), 'outflow-portal-forms', `${type}.png`), fullPage: true, animations: 'disabled' })
         await page.getByRole('button', { name: 'Create destination' }).click()
         await page.getByRole('button', { name: 'Rotate secret' }).or(page.getByRole('button', { name: 'Delete' })).first().waitFor()
         const id = decodeURIComponent(new URL(page.url()).hash.replace('#/destinations/', ''))

@@ -3,6 +3,8 @@ import postgres from 'postgres'
 
 export const pgUrl = process.env.OUTFLOW_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const amqpUrl = process.env.OUTFLOW_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
+export const natsUrl = process.env.OUTFLOW_TEST_NATS_URL ?? 'nats://127.0.0.1:4222'
+export const redisUrl = process.env.OUTFLOW_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 /** Under OUTFLOW_REQUIRE_SERVICES=1 (CI) a missing service fails its suites instead of skipping them. */
 export const requireServices = process.env.OUTFLOW_REQUIRE_SERVICES === '1'
 
@@ -29,6 +31,10 @@ async function availability(name: string, url: string, port: number): Promise<bo
 export const postgresAvailable = await availability('PostgreSQL', pgUrl, 5432)
 /** True when RabbitMQ answers; throws under OUTFLOW_REQUIRE_SERVICES=1 when it does not. */
 export const amqpAvailable = await availability('RabbitMQ', amqpUrl, 5672)
+/** True when nats-server (with JetStream) answers; throws under OUTFLOW_REQUIRE_SERVICES=1 when it does not. */
+export const natsAvailable = await availability('NATS', natsUrl, 4222)
+/** True when Redis answers; throws under OUTFLOW_REQUIRE_SERVICES=1 when it does not. */
+export const redisAvailable = await availability('Redis', redisUrl, 6379)
 
 /**
  * A fresh, empty Postgres database for one suite; `drop()` removes it.
