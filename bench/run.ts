@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { prepareRevision, renderComparison, type Revision } from './support/compare.js'
 import type { Db, ScenarioContext, ScenarioMessage } from './support/scenario.js'
-import { adminPgUrl, createDatabase, databaseName, deleteRedisKeys, dropDatabase, dropStaleDatabases, reachable, redisUrl } from './support/services.js'
+import { adminPgUrl, natsUrl, createDatabase, databaseName, deleteRedisKeys, dropDatabase, dropStaleDatabases, reachable, redisUrl } from './support/services.js'
 import { commitOf, loadAverage, settle } from './support/settle.js'
 import { sizesFor } from './support/sizes.js'
 import { renderTable, type Outcome, type Outcomes } from './support/table.js'
@@ -34,7 +34,7 @@ import { renderTable, type Outcome, type Outcomes } from './support/table.js'
 const benchDir = path.dirname(fileURLToPath(import.meta.url))
 const repoDir = path.dirname(benchDir)
 
-type Need = 'postgres' | 'redis' | 'engine'
+type Need = 'postgres' | 'redis' | 'nats' | 'engine'
 
 interface Job {
   group: string
@@ -56,6 +56,8 @@ const plan: Job[] = ([
       { group: 'delivery', db, file: 'outflow/delivery.ts', needs: ['engine', ...pg] },
       { group: 'drain', db, file: 'outflow/drain.ts', needs: ['engine', ...pg] },
       { group: 'growth', db, file: 'outflow/growth.ts', needs: ['engine', ...pg] },
+      { group: 'streams', db, file: 'outflow/streams.ts', needs: ['engine', 'nats', 'redis', ...pg] },
+      { group: 'kafka-eventbridge', db, file: 'outflow/kafka-eventbridge.ts', needs: ['engine', ...pg] },
       { group: 'bare-insert', db, file: 'anchors/bare-insert.ts', needs: ['engine', ...pg] },
       { group: 'publish', db, file: 'outflow/publish.ts', needs: ['engine', ...pg] },
       { group: 'http-publish', db, file: 'outflow/http-publish.ts', needs: ['engine', ...pg] },
@@ -73,7 +75,7 @@ const plan: Job[] = ([
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'bare-insert', 'publish', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'streams', 'kafka-eventbridge', 'bare-insert', 'publish', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
 }
 
 const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir] [--compare REV [--rounds N]]`
@@ -114,6 +116,7 @@ async function availability(): Promise<Record<Need, string | null>> {
     engine: absent.length ? `skipped: engine not present (${absent.join(', ')})` : null,
     postgres: (await reachable(adminPgUrl, 5432)) ? null : `skipped: Postgres unreachable at ${adminPgUrl}`,
     redis: (await reachable(redisUrl, 6379)) ? null : `skipped: Redis unreachable at ${redisUrl}`,
+    nats: (await reachable(natsUrl, 4222)) ? null : `skipped: NATS unreachable at ${natsUrl}`,
   }
 }
 

@@ -3,6 +3,7 @@ import postgres from 'postgres'
 
 export const adminPgUrl = process.env.OUTFLOW_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const redisUrl = process.env.OUTFLOW_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+export const natsUrl = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222'
 
 /** Databases this harness creates are named `outflow_bench_<pid>_<n>`. */
 const dbPrefix = 'outflow_bench_'

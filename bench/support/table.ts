@@ -280,7 +280,7 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     }),
   })
 
-  rows.push(...growthRows(outcomes, sizes), ...soakRows(outcomes, sizes))
+  rows.push(...growthRows(outcomes, sizes), ...destinationTypeRows(outcomes, sizes), ...soakRows(outcomes, sizes))
 
   const header = ['metric', 'Outflow SQLite', 'Outflow Postgres', 'anchor', 'ratio', 'target', 'met?']
   const lines = [`| ${header.join(' | ')} |`, `|${header.map((h, i) => (i === 0 || i === 3 ? '---' : ':---:')).join('|')}|`]
@@ -360,4 +360,29 @@ function latencyBesideRow(outcomes: Outcomes, sizes: Sizes, group: string, besid
       return p99 === undefined ? undefined : mark(p99 < 20 && lost === 0)
     }),
   }
+}
+
+const destinationTypeCases = [
+  ['streams', 'nats', 'nats_jetstream, to the real nats-server (JetStream) on this machine'],
+  ['streams', 'redis', 'redis_streams, to the real Redis on this machine'],
+  ['kafka-eventbridge', 'kafka', 'kafka, to a wire-level fake broker in the scenario process (not a Kafka cluster)'],
+  ['kafka-eventbridge', 'eventbridge', 'aws_eventbridge, to a wire-level fake PutEvents endpoint in the scenario process (not AWS)'],
+] as const
+
+/** End to end to the other destination types, set against the webhook's end-to-end row. */
+function destinationTypeRows(outcomes: Outcomes, sizes: Sizes): Row[] {
+  if (![...outcomes.keys()].some((k) => k.startsWith('streams:') || k.startsWith('kafka-eventbridge:'))) return []
+  return destinationTypeCases.map(([group, key, what]) => ({
+    metric: `deliveries/s · engine CPU µs per delivery end to end (publishMany ×${sizes.batch}) to ${what}`,
+    sqlite: rateCpuOf(outcomes, `${group}:sqlite`, `${key}DeliveriesPerSec`, `${key}CpuUsPerDelivery`),
+    postgres: rateCpuOf(outcomes, `${group}:postgres`, `${key}DeliveriesPerSec`, `${key}CpuUsPerDelivery`),
+    anchor: 'the webhook end to end (first row)',
+    ratio: perDb((db) => {
+      const v = value(outcomes, `${group}:${db}`, `${key}DeliveriesPerSec`)
+      const webhook = value(outcomes, `delivery:${db}`, 'deliveriesPerSec')
+      return v && webhook ? `${Math.round((v / webhook) * 100)} %` : undefined
+    }),
+    target: '—',
+    met: '—',
+  }))
 }
