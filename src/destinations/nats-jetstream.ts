@@ -370,7 +370,9 @@ export const natsJetstream: DestinationTypeDefinition = {
         void opened.nc.closed().then(() => link.drop(opened))
         return opened
       },
-      close: (opened) => opened.nc.drain().catch(() => opened.nc.close()),
+      // close() rather than drain(): every publish has had its acknowledgement (or given up) by now, and a drain
+      // waits on the server, which a hung connection never answers.
+      close: (opened) => opened.nc.close(),
     })
     const secrets = [credentials.password, credentials.token, credentials.nkey_seed, credentials.creds]
 
@@ -379,13 +381,15 @@ export const natsJetstream: DestinationTypeDefinition = {
         if (link.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         let subject: string
+        let current: Link | undefined
         try {
           subject = subjectFor(config, message)
         } catch (err) {
           return { ok: false, error_kind: 'configuration', error: `subject_template: ${(err as Error).message}` }
         }
         try {
-          const { js } = await link.get(signal)
+          current = await link.get(signal)
+          const { js } = current
           const body = new TextEncoder().encode(JSON.stringify(message.data ?? null))
           const ack = await untilAborted(
             js.publish(subject, body, {
@@ -398,6 +402,9 @@ export const natsJetstream: DestinationTypeDefinition = {
           )
           return { ok: true, response_body: JSON.stringify({ stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate, subject }) }
         } catch (err) {
+          // A connection that let the acknowledgement time out may be hung (a dead peer, a half-open socket): the next
+          // attempt opens a new one rather than waiting on it too.
+          if (signal.aborted && current) link.drop(current)
           return failureOf(err, describeNatsError, { signal, secrets })
         }
       },

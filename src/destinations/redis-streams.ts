@@ -290,7 +290,9 @@ export const redisStreams: DestinationTypeDefinition = {
         opened.once('end', () => client.drop(opened))
         return opened
       },
-      close: (opened) => opened.quit().catch(() => opened.disconnect()),
+      // disconnect() rather than QUIT: every command has had its answer (or been given up on) by now, and a QUIT waits on
+      // the server, which a hung connection never answers.
+      close: (opened) => opened.disconnect(),
     })
     const window = String(config.dedupe_window_seconds ?? defaultDedupeWindowSeconds)
     const maxLength = config.max_length === undefined ? '' : String(config.max_length)
@@ -306,11 +308,15 @@ export const redisStreams: DestinationTypeDefinition = {
           return { ok: false, error_kind: 'configuration', error: `stream_key_template: ${(err as Error).message}` }
         }
         const fields = ['id', message.id, 'topic', message.topic, 'data', JSON.stringify(message.data ?? null), 'metadata', JSON.stringify(message.metadata)]
+        let redis: AppendingRedis | undefined
         try {
-          const redis = await client.get(signal)
+          redis = await client.get(signal)
           const [entryId, duplicate] = await untilAborted(redis.outflowAppend(stream, dedupeKey(stream, message.id), window, maxLength, ...fields), signal)
           return { ok: true, response_body: JSON.stringify({ stream, entry_id: entryId, duplicate: duplicate === 1 }) }
         } catch (err) {
+          // A connection that let the answer time out may be hung (a dead peer, a half-open socket): the next attempt
+          // opens a new one rather than waiting on it too.
+          if (signal.aborted && redis) client.drop(redis)
           return failureOf(err, describeRedisError, { signal, secrets: [credentials.password] })
         }
       },

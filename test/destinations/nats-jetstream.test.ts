@@ -214,6 +214,22 @@ describe.runIf(natsAvailable)('nats_jetstream destination (the real nats-server 
     }
   })
 
+  it('drops a connection that let an attempt time out (a hung peer): the next attempt opens a new one', async () => {
+    const { stream: name, prefix } = await stream()
+    const proxy = await startTcpProxy(server.hostname, Number(server.port || 4222))
+    try {
+      const publisher = await publishers.open({ servers: `127.0.0.1:${proxy.port}`, subject: `${prefix}.orders` })
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+      proxy.freezeAll()
+      expect(await publisher.publish(message(), { signal: AbortSignal.timeout(300) })).toMatchObject({ ok: false, error_kind: 'timeout' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+      expect(proxy.connections()).toBe(2)
+      expect(await readStream(nc, name)).toHaveLength(2)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('tries the next server when the first refuses the connection', async () => {
     const { stream: name, prefix } = await stream()
     const refused = await closedPort()

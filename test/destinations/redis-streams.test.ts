@@ -168,6 +168,21 @@ describe.runIf(redisAvailable)('redis_streams destination (the real Redis)', () 
     }
   })
 
+  it('drops a connection that let an attempt time out (a hung peer): the next attempt opens a new one', async () => {
+    const proxy = await startTcpProxy(server.hostname, port)
+    const stream = key('hung')
+    try {
+      const publisher = await publishers.open({ url: `redis://127.0.0.1:${proxy.port}`, stream_key: stream })
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+      proxy.freezeAll()
+      expect(await publisher.publish(message(), { signal: AbortSignal.timeout(300) })).toMatchObject({ ok: false, error_kind: 'timeout' })
+      expect(await publisher.publish(message())).toMatchObject({ ok: true })
+      expect(proxy.connections()).toBe(2)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('reports a port nothing listens on as connection_refused, an unresolvable host as dns, an untrusted certificate as tls', async () => {
     const refused = await closedPort()
     expect(await publishers.deliver({ url: `redis://127.0.0.1:${refused}`, stream_key: key('x') }, message())).toMatchObject({ ok: false, error_kind: 'connection_refused' })

@@ -9,6 +9,8 @@ export interface TcpProxy {
   open(): number
   /** Destroy every open connection (both sides). */
   cutAll(): void
+  /** Stop relaying on the open connections, keeping them open: the client waits on a hung peer. */
+  freezeAll(): void
   close(): Promise<void>
 }
 
@@ -21,11 +23,13 @@ export interface TcpProxy {
  */
 export async function startTcpProxy(host: string, port: number): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>()
+  const upstreams = new Map<net.Socket, net.Socket>()
   let count = 0
   const server = net.createServer((client) => {
     count++
     sockets.add(client)
     const upstream = net.connect({ host, port })
+    upstreams.set(client, upstream)
     client.pipe(upstream).pipe(client)
     const drop = () => (client.destroy(), upstream.destroy(), sockets.delete(client))
     client.on('error', drop).on('close', drop)
@@ -37,6 +41,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
     connections: () => count,
     open: () => sockets.size,
     cutAll: () => sockets.forEach((s) => s.destroy()),
+    freezeAll: () => sockets.forEach((s) => (s.unpipe(), upstreams.get(s)?.unpipe())),
     close: () => new Promise<void>((resolve) => (sockets.forEach((s) => s.destroy()), server.close(() => resolve()))),
   }
 }
