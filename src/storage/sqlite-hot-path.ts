@@ -110,8 +110,8 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
  */
 export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewEventWithDeliveries[]) => InsertEventResult[] {
   const insertEvent = client.prepare(
-    `insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
+    `insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
   )
   const insertDelivery = client.prepare(
     `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until, skipped_at)
@@ -136,7 +136,7 @@ export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewE
     return items.map(({ event: e, deliveries, group }, index) => {
       const missingTenant = missing.get(group ?? `item ${index}`)
       if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
-      const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), JSON.stringify(e.data), JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
+      const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), JSON.stringify(e.data), JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at), e.schema_valid === undefined ? null : e.schema_valid ? 1 : 0)
       if (inserted.changes === 0) return { duplicate: true, destination_ids: existingDestinations.all(e.tenant_id, e.id) as string[] }
       const destinationIds: string[] = []
       for (const d of deliveries) {

@@ -293,6 +293,8 @@ export interface EventRecord {
   metadata: Record<string, string>
   eligible_for_retry: boolean
   created_at: Date
+  /** Checked against its topic's schema at publish: whether it matched (absent: not checked). */
+  schema_valid?: boolean
 }
 
 export interface NewDelivery {
@@ -422,6 +424,8 @@ export interface EventRow {
   last_attempt_at: Date | null
   /** Skipped since then and not attempted since (see NewDelivery.skipped, holdDeliveries); else null. */
   skipped_at: Date | null
+  /** See EventRecord.schema_valid; null when not checked. */
+  schema_valid: boolean | null
 }
 
 /** The time range and grouping of a metrics query. `filters` absent or empty match everything. */
