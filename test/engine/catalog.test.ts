@@ -1,6 +1,7 @@
 import { metrics } from '@opentelemetry/api'
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { createOutflow } from '../../src/create-outflow.js'
 import { maxReportedProblems } from '../../src/delivery/catalog.js'
 import type { Outflow } from '../../src/engine.js'
@@ -46,6 +47,24 @@ describe('catalog options', () => {
     const outflow = await create({ 'a.b': { schema: foreign, jsonSchema: { type: 'object', required: ['x'] } } })
     try {
       expect((await outflow.getTopic('a.b')).payload_schema).toEqual({ type: 'object', required: ['x'] })
+    } finally {
+      await outflow.close()
+    }
+  })
+
+  it('derives the JSON Schema of a zod 4 schema with zod’s own converter (loaded because a zod schema is there) and checks data with it', async () => {
+    const outflow = await create({ 'user.invited': { schema: z.object({ email: z.email(), role: z.enum(['admin', 'member']), seats: z.number().int().min(1).optional() }) } })
+    try {
+      await outflow.upsertTenant('acme')
+      expect((await outflow.getTopic('user.invited')).payload_schema).toMatchObject({
+        type: 'object',
+        required: ['email', 'role'],
+        properties: { email: { type: 'string', format: 'email' }, role: { enum: ['admin', 'member'] }, seats: { type: 'integer', minimum: 1 } },
+      })
+      const err = await rejection(outflow.publish({ tenant_id: 'acme', topic: 'user.invited', data: { email: 'nope', role: 'owner', seats: 0 } }))
+      // zod's email schema carries a pattern beside format: email; the first one to fail names the path.
+      expect(err.data).toEqual({ 'data.email': expect.stringMatching(/^must match (format "email"|pattern ")/), 'data.role': 'must be one of ["admin","member"]', 'data.seats': 'must be >= 1' })
+      expect((await outflow.publish({ tenant_id: 'acme', topic: 'user.invited', data: { email: 'a@example.com', role: 'admin' } })).duplicate).toBe(false)
     } finally {
       await outflow.close()
     }

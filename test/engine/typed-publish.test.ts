@@ -1,5 +1,6 @@
 import * as v from 'valibot'
 import { describe, expect, expectTypeOf, it } from 'vitest'
+import { z } from 'zod'
 import { createOutflow } from '../../src/create-outflow.js'
 import type { Outflow } from '../../src/engine.js'
 import type { PublishResult } from '../../src/model/event.js'
@@ -25,6 +26,7 @@ const typedEngine = () =>
       'order.created': { description: 'An order was placed', schema: orderSchema },
       'user.signed_up': { schema: v.object({ email: v.string(), plan: v.picklist(['free', 'pro']) }) },
       'audit.logged': { description: 'No schema: any JSON object' },
+      'team.joined': { schema: z.object({ team: z.string(), seats: z.number().optional() }) },
     },
   })
 
@@ -38,7 +40,8 @@ describe('typed publish', () => {
     try {
       await outflow.upsertTenant('acme')
       type Input = Parameters<typeof outflow.publish>[0]
-      expectTypeOf<Input['topic']>().toEqualTypeOf<'order.created' | 'user.signed_up' | 'audit.logged'>()
+      expectTypeOf<Input['topic']>().toEqualTypeOf<'order.created' | 'user.signed_up' | 'audit.logged' | 'team.joined'>()
+      expectTypeOf<Extract<Input, { topic: 'team.joined' }>['data']>().toEqualTypeOf<{ team: string; seats?: number | undefined }>()
       expectTypeOf<Extract<Input, { topic: 'order.created' }>['data']>().toEqualTypeOf<{ id: string; total: number; currency?: 'EUR' | 'USD'; tags?: string[] }>()
       expectTypeOf<Extract<Input, { topic: 'user.signed_up' }>['data']>().toEqualTypeOf<{ email: string; plan: 'free' | 'pro' }>()
       expectTypeOf<Extract<Input, { topic: 'audit.logged' }>['data']>().toEqualTypeOf<Record<string, unknown>>()
@@ -59,6 +62,8 @@ describe('typed publish', () => {
       // A missing required field is a type error.
       // @ts-expect-error plan is required
       await expect(outflow.publish({ tenant_id: 'acme', topic: 'user.signed_up', data: { email: 'a@example.com' } })).rejects.toMatchObject({ status: 422 })
+      // @ts-expect-error team must be a string (a zod schema types data too)
+      await expect(outflow.publish({ tenant_id: 'acme', topic: 'team.joined', data: { team: 7 } })).rejects.toMatchObject({ status: 422 })
       // An unknown topic is a type error (and a 422).
       // @ts-expect-error order.paid is not in the catalog
       await expect(outflow.publish({ tenant_id: 'acme', topic: 'order.paid', data: {} })).rejects.toMatchObject({ status: 422 })
