@@ -1,3 +1,4 @@
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
 import type { Outflow } from '../../src/engine.js'
@@ -122,6 +123,25 @@ export function describeTopicsHttp(mount: Mount, storage: StorageKind): void {
       expect(created.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['webhook-id', 'webhook-timestamp', 'webhook-signature']))
       expect(doc.webhooks['order.placed'].post).toMatchObject({ deprecated: true, 'x-outflow-replaced-by': 'order.created' })
       expect(doc.paths['/topics'].get.operationId).toBe('listTopics')
+    })
+
+    it('answers what the document says: /topics, /topics/{name}, a destination with deprecated_topics and an event with schema_valid validate against it', async () => {
+      const doc = (await call('GET', '/openapi.json', { token: null })).body
+      const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true })
+      ajv.addSchema({ $id: 'outflow.json', paths: doc.paths, components: doc.components })
+      const check = (pointer: string, value: unknown) => {
+        const validate = ajv.getSchema(`outflow.json#${pointer}`)!
+        expect(validate(value), `${pointer}: ${JSON.stringify(validate.errors)}`).toBe(true)
+      }
+      const json = (path: string) => `/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/get/responses/200/content/application~1json/schema`
+      check(json('/topics'), (await call('GET', '/topics')).body)
+      check(json('/topics/{name}'), (await call('GET', '/topics/order.created')).body)
+      const created = await call('POST', '/tenants/acme/destinations', { json: { type: 'webhook', topics: ['order.placed'], config: { url: `${receiver.url}/doc` } } })
+      expect(created.body.deprecated_topics).toHaveLength(1)
+      check('/components/schemas/Destination', created.body)
+      check('/components/schemas/Event', (await call('GET', '/tenants/acme/events/http-warn')).body)
+      // And a wrong shape does not pass, so the checks above test something.
+      expect(ajv.getSchema(`outflow.json#${json('/topics/{name}')}`)!({ name: 'x' })).toBe(false)
     })
   })
 }
