@@ -39,5 +39,6 @@ export default defineConfig((cli) => [
   // jose 6 and p-queue 9 (with p-timeout) ship only ESM. The CommonJS build carries them inside, so
   // `require('outflow')` works without require(esm): under tsx's CJS mode, Jest, ts-node, and Node
   // started with --no-experimental-require-module.
-  { ...shared, format: 'cjs', treeshake: true, noExternal: ['jose', 'p-queue', 'p-timeout'] },
+  // ajv is CommonJS, but its JSON requires fail when tsx loads it through Node's ESM translators: carried inside too.
+  { ...shared, format: 'cjs', treeshake: true, noExternal: ['jose', 'p-queue', 'p-timeout', /^ajv(\/|$)/, 'ajv-formats'] },
 ])

@@ -33,6 +33,10 @@ import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
 import type { Storage } from './storage/storage.js'
 import { Telemetry } from './telemetry.js'
+import type { Catalog } from './delivery/catalog.js'
+import * as topics from './engine/topics.js'
+import type { TopicInfo, TopicsOption } from './model/topic.js'
+import type { PublishArgument } from './model/typed-publish.js'
 
 export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
 export type { MetricsScope } from './engine/metrics.js'
@@ -56,13 +60,19 @@ export interface EngineServices {
   createHandler?: HttpHandlerFactory
   /** Spans and metrics (see src/telemetry.ts); off when absent. */
   telemetry?: Telemetry
+  /** The compiled topic catalog (`compileCatalog` of the `topics` option); none: every topic allowed, nothing validated. */
+  catalog?: Catalog
 }
 
 /**
  * The Outflow engine: the typed API of every operation, the delivery worker, and `fetch` for HTTP.
- * Create it with `createOutflow`.
+ * Create it with `createOutflow`. `T` is the `topics` option: with a catalog, `publish` takes only its
+ * topics, each with `data` typed from its schema. `Outflow` without a type argument is any engine (what
+ * the HTTP adapters take), and its `publish` takes any input, checked at run time.
  */
-export class Outflow extends EventEmitter<OutflowEvents> {
+// `any` by default: `publish` makes T contravariant, so no narrower default would accept every engine.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export class Outflow<T extends TopicsOption | undefined = any> extends EventEmitter<OutflowEvents> {
   readonly options: ResolvedOptions
   readonly storage: Storage
   /** The engine's spans and metrics; the HTTP layer records API latency through it. */
@@ -81,7 +91,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   #stopObservingQueue?: () => void
 
   /** Prefer `createOutflow`, which also migrates, starts the worker and serves HTTP. */
-  constructor(storage: Storage, options: ResolvedOptions, { createHandler, telemetry }: EngineServices = {}) {
+  constructor(storage: Storage, options: ResolvedOptions, { createHandler, telemetry, catalog }: EngineServices = {}) {
     super()
     this.options = options
     this.storage = storage
@@ -100,6 +110,7 @@ export class Outflow extends EventEmitter<OutflowEvents> {
       credentialKeys: credentialKeys(options, storage),
       jwtSecret,
       telemetry: this.telemetry,
+      catalog,
       now: () => new Date(),
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
       stopDeliveries: (tenantId, destinationId) => this.#worker.stopDeliveries(tenantId, destinationId),
@@ -238,15 +249,24 @@ export class Outflow extends EventEmitter<OutflowEvents> {
   listDestinations(tenantId: string, query?: ListDestinationsQuery): Promise<Destination[]> {
     return destinations.listDestinations(this.#ctx, tenantId, query)
   }
-  createDestination(tenantId: string, body: unknown): Promise<Destination> {
-    return destinations.createDestination(this.#ctx, tenantId, body)
+  /** Create a destination; the answer's `deprecated_topics` names deprecated catalog topics it subscribes to, and their replacements. */
+  async createDestination(tenantId: string, body: unknown): Promise<Destination> {
+    return this.#noteDeprecatedTopics(await destinations.createDestination(this.#ctx, tenantId, body), 'created')
   }
   getDestination(tenantId: string, destinationId: string): Promise<Destination> {
     return destinations.getDestination(this.#ctx, tenantId, destinationId)
   }
   /** PATCH: JSON merge patch for config, credentials, metadata and delivery_metadata; topics and filter are replaced. */
-  updateDestination(tenantId: string, destinationId: string, body: unknown): Promise<Destination> {
-    return destinations.updateDestination(this.#ctx, tenantId, destinationId, body)
+  async updateDestination(tenantId: string, destinationId: string, body: unknown): Promise<Destination> {
+    return this.#noteDeprecatedTopics(await destinations.updateDestination(this.#ctx, tenantId, destinationId, body), 'updated')
+  }
+  /** A destination subscribed to deprecated topics still works: its answer and the log say what replaces them. */
+  #noteDeprecatedTopics(destination: Destination, change: 'created' | 'updated'): Destination {
+    const deprecated = topics.deprecatedTopics(this.#ctx, destination.topics)
+    if (deprecated.length === 0) return destination
+    const replaced = deprecated.map((t) => (t.replaced_by ? `"${t.name}" (replaced by "${t.replaced_by}")` : `"${t.name}"`)).join(', ')
+    this.options.logger.warn({ destination_id: destination.id, deprecated_topics: deprecated }, `destination ${change} with deprecated topics: ${replaced}`)
+    return { ...destination, deprecated_topics: deprecated }
   }
   deleteDestination(tenantId: string, destinationId: string): Promise<{ success: true }> {
     return destinations.deleteDestination(this.#ctx, tenantId, destinationId)
@@ -301,6 +321,22 @@ export class Outflow extends EventEmitter<OutflowEvents> {
     return destinations.getDestinationType(type)
   }
 
+  // --- topics ---
+  /**
+   * The topic catalog: each topic with its description, JSON Schema, validation mode and deprecation
+   * (empty without `topics`; names only, unchecked, with an array of names).
+   *
+   * @example
+   * const [first] = await outflow.listTopics() // { name: 'order.created', payload_schema: { … }, validation: 'enforce', … }
+   */
+  async listTopics(): Promise<TopicInfo[]> {
+    return topics.listTopics(this.#ctx)
+  }
+  /** One topic of the catalog; 404 when it has none of that name. */
+  async getTopic(name: string): Promise<TopicInfo> {
+    return topics.getTopic(this.#ctx, name)
+  }
+
   // --- events ---
   /**
    * Record an event and its deliveries durably, then deliver. Idempotent on (tenant_id, id). With `tx`
@@ -312,12 +348,12 @@ export class Outflow extends EventEmitter<OutflowEvents> {
    *   await outflow.publish({ tenant_id: 'acme', topic: 'order.created', data: order }, { tx })
    * })
    */
-  async publish(input: unknown, options: PublishOptions = {}): Promise<PublishResult> {
+  async publish(input: PublishArgument<T>, options: PublishOptions = {}): Promise<PublishResult> {
     const [result] = await this.publishMany([input], { ...options, single: true })
     return result!
   }
   /** Publish a batch in one transaction (with `tx`: in yours, all or none). */
-  publishMany(inputs: unknown[], { single = false, tx }: PublishOptions & { single?: boolean } = {}): Promise<PublishResult[]> {
+  publishMany(inputs: PublishArgument<T>[], { single = false, tx }: PublishOptions & { single?: boolean } = {}): Promise<PublishResult[]> {
     if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
     if (tx !== undefined) return publishInTransaction(this.#ctx, inputs, single, tx)
     return publishEvents(this.#ctx, this.#writer, inputs, single)
@@ -334,11 +370,11 @@ export class Outflow extends EventEmitter<OutflowEvents> {
    *   outflow.publishSync({ tenant_id: 'acme', topic: 'order.created', data: order }, { db })
    * })()
    */
-  publishSync(input: unknown, options: { db: object }): PublishResult {
+  publishSync(input: PublishArgument<T>, options: { db: object }): PublishResult {
     return this.publishManySync([input], { ...options, single: true })[0]!
   }
   /** `publishSync` for a batch: all or none, in your transaction. */
-  publishManySync(inputs: unknown[], { db, single = false }: { db: object; single?: boolean }): PublishResult[] {
+  publishManySync(inputs: PublishArgument<T>[], { db, single = false }: { db: object; single?: boolean }): PublishResult[] {
     if (this.#closed) throw new OutflowError('unavailable', 'the Outflow engine is closed')
     return publishThroughConnection(this.#ctx, inputs, single, db, (host, event) => this.#commits.watch(host, event))
   }

@@ -15,3 +15,6 @@ export type { EventMetricsQuery, AttemptMetricsQuery, MetricsResponse, MetricsDa
 export { destinationTypes, type DestinationTypeName, type DestinationTypeSchema, type FieldSpec } from './model/destination-type.js'
 export { type DestinationTypeDefinition, type DeliveryMessage, type Publisher } from './destinations/types.js'
 export { type AttemptResult } from './model/attempt-result.js'
+export { topicsFromOpenAPI } from './delivery/openapi-import.js'
+export type { TopicDefinition, TopicsOption, TopicInfo, ValidationMode, JsonSchemaObject, StandardSchemaLike } from './model/topic.js'
+export type { FromJsonSchema, CatalogPublishInput, PublishArgument } from './model/typed-publish.js'

@@ -3,6 +3,7 @@ import { RetryOptionsSchema, type RetryOptions } from './delivery/retry-schedule
 import { OutflowError } from './errors.js'
 import { IdSchema, issuesToData, JsonObjectSchema, StringMapSchema } from './model/common.js'
 import { alertTopics, OperatorTopicSchema } from './model/operator-event.js'
+import { TopicDefinitionSchema, type TopicsOption } from './model/topic.js'
 import { stderrLogger, type Logger } from './logger.js'
 import type { Storage } from './storage/storage.js'
 
@@ -36,7 +37,15 @@ export const OptionsSchema = v.object({
   apiKey: v.optional(v.pipe(v.string(), v.minLength(16, 'apiKey must be at least 16 characters'))),
   jwtSecret: v.optional(v.pipe(v.string(), v.minLength(16, 'jwtSecret must be at least 16 characters'))),
   auth: v.optional(v.boolean(), true),
-  topics: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
+  /** An allow-list of topic names, or the event catalog: name -> description, schema, validation, deprecation. */
+  // Chosen by the input's shape (not a union) so a bad definition is reported at its own path (`topics.a.b.validation`).
+  topics: v.optional(
+    v.lazy((input) =>
+      Array.isArray(input)
+        ? v.array(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')))
+        : v.record(v.pipe(v.string(), v.minLength(1, 'topic names must not be empty')), TopicDefinitionSchema, 'must be an array of topic names or an object of topic definitions'),
+    ),
+  ),
   portal: v.optional(
     v.object({
       /** A portal page of the host's own: portal redirects go there instead of the built-in portal. */
@@ -111,15 +120,24 @@ export const OptionsSchema = v.object({
   ),
 })
 
-export type OutflowOptions = v.InferInput<typeof OptionsSchema> & {
+export type OutflowOptions = Omit<v.InferInput<typeof OptionsSchema>, 'topics'> & {
+  /**
+   * Allowed topics: an array of names, or the event catalog, a map of name -> `{ description, schema,
+   * validation, deprecated, replaced_by, examples }` whose schemas type `publish` and are checked at publish.
+   */
+  topics?: TopicsOption
   /** `sqlite({ path })`, `postgres({ url })`, or any Storage implementation. */
   storage: Storage | (() => Promise<Storage>)
   /** A pino-compatible logger (`info(fields, message)`); without one, warnings and errors go to stderr. */
   logger?: Logger
 }
 
-export type ResolvedOptions = Omit<v.InferOutput<typeof OptionsSchema>, 'delivery'> & {
+export type ResolvedOptions = Omit<v.InferOutput<typeof OptionsSchema>, 'delivery' | 'topics'> & {
   delivery: v.InferOutput<typeof OptionsSchema>['delivery'] & { retry: RetryOptions }
+  /** The names of the catalog's topics (the allow-list), whichever form `topics` had. */
+  topics?: string[]
+  /** The `topics` option as given (compiled into the engine's catalog by createOutflow). */
+  catalog?: TopicsOption
   logger: Logger
 }
 
@@ -136,7 +154,13 @@ export function resolveOptions(options: OutflowOptions): ResolvedOptions {
     throw new OutflowError('validation', 'invalid Outflow options: insecurePlaintextCredentials cannot be combined with encryption keys', {
       data: { insecurePlaintextCredentials: 'cannot be combined with encryptionKey or previousEncryptionKeys' },
     })
-  const resolved = { ...result.output, logger: logger ?? stderrLogger } as ResolvedOptions
+  const { topics, ...output } = result.output
+  const resolved = { ...output, logger: logger ?? stderrLogger } as ResolvedOptions
+  if (topics) {
+    // The caller's own schema values, not valibot's copies of them.
+    resolved.catalog = options.topics as TopicsOption
+    resolved.topics = Array.isArray(topics) ? topics : Object.keys(topics)
+  }
   const { callbackUrl } = resolved.alerts
   if (callbackUrl) {
     resolved.logger.warn({}, 'alerts.callbackUrl is deprecated: use operatorEvents (alerts now go to it as signed operator events)')

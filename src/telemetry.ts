@@ -54,6 +54,7 @@ export type QueueObserver = () => Promise<{ depth: number; lagSeconds: number }>
 
 interface Instruments {
   published: OtelApi.Counter
+  schemaInvalid: OtelApi.Counter
   eligible: OtelApi.Counter
   delivered: OtelApi.Counter
   deliveryLatency: OtelApi.Histogram
@@ -106,6 +107,7 @@ export class Telemetry {
     this.#meter = meter
     this.#instruments = {
       published: meter.createCounter('published_events', { description: 'Events published (duplicates excluded)' }),
+      schemaInvalid: meter.createCounter('schema_invalid_events', { description: 'Published events whose data did not match their topic schema, by topic and validation mode (warn: stored; enforce: refused)' }),
       eligible: meter.createCounter('eligible_events', { description: 'Published events that matched at least one destination' }),
       delivered: meter.createCounter('delivered_events', { description: 'Delivery attempts, by status and destination type' }),
       deliveryLatency: meter.createHistogram('delivery_latency', { unit: 'ms', description: 'From publish to the end of an attempt' }),
@@ -148,6 +150,11 @@ export class Telemetry {
       throw err
     }
     return this.#endPublish(span, events, results)
+  }
+
+  /** Count events whose `data` failed their topic's schema (`warn`: stored and delivered; `enforce`: refused). */
+  countSchemaInvalid(topic: string, validation: 'warn' | 'enforce', count = 1): void {
+    this.#instruments?.schemaInvalid.add(count, { topic, validation })
   }
 
   #startPublish(events: PublishedEvent[]): OtelApi.Span | undefined {

@@ -6,6 +6,7 @@ import { DestinationPage } from './pages/destination-detail.js'
 import { DestinationsPage } from './pages/destinations.js'
 import { EventPage } from './pages/event-detail.js'
 import { EventsPage } from './pages/events.js'
+import { EventTypesPage } from './pages/event-types.js'
 import { MetricsPage } from './pages/metrics.js'
 import { href, useRoute, type Route } from './router.js'
 import { currentTheme, setTheme } from './theme.js'
@@ -15,6 +16,7 @@ function Page({ route }: { route: Route }) {
   if (first === 'events' && second) return <EventPage key={second} id={second} destinationId={route.query.get('destination_id')} />
   if (first === 'events') return <EventsPage route={route} />
   if (first === 'metrics') return <MetricsPage route={route} />
+  if (first === 'event-types') return <EventTypesPage />
   if (first === 'destinations' && second === 'new' && third) return <NewDestinationPage key={third} typeName={third} />
   if (first === 'destinations' && second === 'new') return <TypePicker />
   if (first === 'destinations' && second && third === 'edit') return <EditDestinationPage key={second} id={second} />
@@ -59,6 +61,7 @@ export function App() {
           {link('destinations', 'Destinations', href([]))}
           {link('events', 'Events', href(['events']))}
           {link('metrics', 'Metrics', href(['metrics']))}
+          {link('event-types', 'Event types', href(['event-types']))}
         </nav>
         <ThemeToggle />
       </header>

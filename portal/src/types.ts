@@ -84,3 +84,33 @@ export interface MetricsPoint {
 export interface MetricsResponse {
   data: MetricsPoint[]
 }
+
+/** A topic of the engine's catalog (GET /topics). */
+export interface Topic {
+  name: string
+  description: string
+  payload_schema: JsonSchema | null
+  validation: 'off' | 'warn' | 'enforce'
+  deprecated: boolean
+  replaced_by: string | null
+  examples?: Json[]
+}
+
+/** The parts of a JSON Schema the portal shows. */
+export interface JsonSchema {
+  type?: string | string[]
+  description?: string
+  properties?: Record<string, JsonSchema>
+  required?: string[]
+  items?: JsonSchema
+  enum?: Json[]
+  const?: Json
+  format?: string
+  $ref?: string
+  $defs?: Record<string, JsonSchema>
+  anyOf?: JsonSchema[]
+  oneOf?: JsonSchema[]
+  minimum?: number
+  maximum?: number
+  additionalProperties?: boolean | JsonSchema
+}

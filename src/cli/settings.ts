@@ -6,6 +6,7 @@ import { issuesToData } from '../model/common.js'
 import { OptionsSchema, RetentionInputSchema, type OutflowOptions } from '../options.js'
 import { schemaNamePattern } from '../storage/schema/postgres.js'
 import type { Storage } from '../storage/storage.js'
+import { readTopicsFile } from './topics-file.js'
 
 /** How an environment variable's text is read. */
 type Kind = 'string' | 'integer' | 'number' | 'boolean' | 'list' | 'numbers' | 'json'
@@ -147,6 +148,16 @@ export function readSettings({ env, configFile }: { env: NodeJS.ProcessEnv; conf
     else {
       setPath(input, path, value)
       fromEnv.set(path, name)
+    }
+  }
+  const topicsFile = env.OUTFLOW_TOPICS_FILE?.trim()
+  if (topicsFile) {
+    const topics = readTopicsFile(topicsFile)
+    if (fromEnv.has('topics')) problems.push(['OUTFLOW_TOPICS_FILE', 'set either OUTFLOW_TOPICS or OUTFLOW_TOPICS_FILE, not both'])
+    else if (topics instanceof Error) problems.push(['OUTFLOW_TOPICS_FILE', topics.message])
+    else {
+      input.topics = topics
+      fromEnv.set('topics', 'OUTFLOW_TOPICS_FILE')
     }
   }
   const origin = (path: string) => originOf(path, fromEnv, configFile)

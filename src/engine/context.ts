@@ -1,4 +1,5 @@
 import type { Keyring } from '../credentials.js'
+import type { Catalog } from '../delivery/catalog.js'
 import type { ResolvedOptions } from '../options.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
@@ -13,6 +14,8 @@ export interface EngineContext {
   jwtSecret: string
   /** Spans and metrics of publishes. */
   telemetry: Telemetry
+  /** The topic catalog, compiled at start; undefined without the `topics` option. */
+  catalog: Catalog | undefined
   now(): Date
   /** Called after a destination changed or went away, so cached publishers are replaced. */
   destinationChanged(tenantId: string, destinationId: string): void

@@ -29,6 +29,7 @@ export function toEvent(row: EventRow): Event {
     data: row.data,
   }
   if (row.skipped_at) event.skipped_at = row.skipped_at.toISOString()
+  if (row.schema_valid !== null && row.schema_valid !== undefined) event.schema_valid = row.schema_valid
   return event
 }
 

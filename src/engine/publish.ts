@@ -35,9 +35,11 @@ export function prepareEvents(ctx: EngineContext, inputs: unknown[], single: boo
   const parsed = inputs.map((input, i) => parseInput(PublishSchema, input, { prefix: single ? '' : String(i) }))
   const data: ErrorData = {}
   parsed.forEach((p, i) => checkTopic(ctx, p.topic, single ? 'topic' : `${i}.topic`, data))
+  const schemaValid = checkSchemas(ctx, parsed, single, data)
   if (Object.keys(data).length) throw new OutflowError('validation', 'validation error', { data })
+  warnInvalid(ctx, parsed, schemaValid)
   const now = ctx.now()
-  return parsed.map((p) => ({
+  return parsed.map((p, i) => ({
     destinationId: p.destination_id,
     event: {
       tenant_id: p.tenant_id,
@@ -48,6 +50,44 @@ export function prepareEvents(ctx: EngineContext, inputs: unknown[], single: boo
       metadata: p.metadata ?? {},
       eligible_for_retry: p.eligible_for_retry ?? true,
       created_at: now,
+      ...(schemaValid[i] === undefined ? {} : { schema_valid: schemaValid[i] }),
     },
   }))
+}
+
+/**
+ * Check each event's `data` against its topic's schema (catalog topics with `warn` or `enforce`). `enforce`
+ * problems go into `data` (the 422: `data.total: must be number`, `3.data.items.0.sku: required` in a batch);
+ * per event: true (matches), false (does not, under `warn`), undefined (not checked).
+ */
+function checkSchemas(ctx: EngineContext, events: { topic: string; data: unknown }[], single: boolean, data: ErrorData): (boolean | undefined)[] {
+  const { catalog } = ctx
+  if (!catalog) return []
+  return events.map((event, i) => {
+    const topic = catalog.get(event.topic)
+    if (!topic?.validators || topic.validation === 'off') return undefined
+    const problems = catalog.check(event.topic, event.data)
+    if (!problems) return true
+    if (topic.validation === 'enforce') {
+      ctx.telemetry.countSchemaInvalid(event.topic, 'enforce')
+      for (const { path, message } of problems) data[`${single ? '' : `${i}.`}data${path}`] = message
+    }
+    return false
+  })
+}
+
+/** Events stored although their data does not match (`warn`): counted, and logged once per topic per minute. */
+function warnInvalid(ctx: EngineContext, events: { topic: string; data: unknown }[], schemaValid: (boolean | undefined)[]): void {
+  const { catalog } = ctx
+  if (!catalog) return
+  events.forEach((event, i) => {
+    if (schemaValid[i] !== false) return
+    ctx.telemetry.countSchemaInvalid(event.topic, 'warn')
+    if (!catalog.warnDue(event.topic, Date.now())) return
+    const problems = catalog.check(event.topic, event.data) ?? []
+    ctx.options.logger.warn(
+      { topic: event.topic, problems: Object.fromEntries(problems.map((p) => [`data${p.path}`, p.message])) },
+      `published data does not match the schema of topic "${event.topic}" (validation: warn; stored with schema_valid: false; logged once a minute per topic)`,
+    )
+  })
 }

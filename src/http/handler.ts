@@ -39,7 +39,7 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
   // The built-in portal beside the API (`/portal` beside `/api/v1`), unless the host turned it off.
   const portal = portalOptions.serve ? createPortalServer({ path: portalOptions.path, apiBase: basePath, frameAncestors: portalOptions.frameAncestors }) : undefined
   let document: unknown
-  const openapi = () => (document ??= buildOpenApiDocument(routes, { serverUrl: basePath || '/' }))
+  const openapi = async () => (document ??= buildOpenApiDocument(routes, { serverUrl: basePath || '/', topics: await outflow.listTopics() }))
 
   return async function handle(request: Request): Promise<Response> {
     const started = performance.now()

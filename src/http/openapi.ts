@@ -11,6 +11,8 @@ import { MetricsDataPointSchema, MetricsMetadataSchema, MetricsResponseSchema } 
 import { PaginationSchema } from '../model/pagination.js'
 import { TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { destinationSchemas } from './openapi-destinations.js'
+import { topicWebhooks, webhooksTag } from './openapi-webhooks.js'
+import type { TopicInfo } from '../model/topic.js'
 import type { RouteSpec } from './routes.js'
 import {
   ErrorBodySchema,
@@ -180,6 +182,7 @@ const tagDescriptions: Record<RouteSpec['tag'], string> = {
   Tenants: 'Tenants own destinations and events. Creating, listing and deleting them, portal redirects and tenant tokens need the admin key.',
   Destinations: 'Where a tenant\'s events go: one of the destination types, with its topics, filter, config and credentials.',
   'Destination types': 'The types a destination can have, with the fields of their config and credentials and setup instructions.',
+  Topics: 'The event catalog: which topics exist, what each carries (a JSON Schema of `data`), how publish checks it, and which are deprecated. Receivers find each topic\'s webhook request in the `webhooks` section.',
   Events: 'Published events, their delivery to each destination and every attempt, and manual retries.',
   Metrics: 'Aggregated event and attempt counts and rates over time, as Outpost\'s metrics API serves them. A tenant token sees its own tenant.',
   Service: 'Publishing events, health checks and this document.',
@@ -215,7 +218,7 @@ function operation(route: RouteSpec): JsonObject {
  * @example
  * const doc = buildOpenApiDocument(routes, { serverUrl: '/api/v1' })
  */
-export function buildOpenApiDocument(specs: RouteSpec[], { serverUrl = '/api/v1' }: { serverUrl?: string } = {}): JsonObject {
+export function buildOpenApiDocument(specs: RouteSpec[], { serverUrl = '/api/v1', topics = [] }: { serverUrl?: string; topics?: TopicInfo[] } = {}): JsonObject {
   const paths: Record<string, JsonObject> = {}
   for (const route of specs) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route)
   const { definitions: _self, ...defsConfig } = config
@@ -223,6 +226,10 @@ export function buildOpenApiDocument(specs: RouteSpec[], { serverUrl = '/api/v1'
     Object.entries(toJsonSchemaDefs(namedSchemas, defsConfig)).map(([name, { $schema: _dialect, ...json }]) => [name, json]),
   )
   Object.assign(schemas, destinationSchemas(convert, schemas.UpdateDestination!))
+  // The catalog's topics, for receivers: the request a webhook destination sends for each.
+  const { webhooks, schemas: payloads } = topicWebhooks(topics, new Set(Object.keys(schemas)))
+  Object.assign(schemas, payloads)
+  const tags = [...new Set(specs.map((r) => r.tag))].map((name) => ({ name, description: tagDescriptions[name] }))
   return {
     openapi: '3.1.0',
     info: {
@@ -232,8 +239,9 @@ export function buildOpenApiDocument(specs: RouteSpec[], { serverUrl = '/api/v1'
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: serverUrl }],
-    tags: [...new Set(specs.map((r) => r.tag))].map((name) => ({ name, description: tagDescriptions[name] })),
+    tags: topics.length ? [...tags, webhooksTag] : tags,
     paths,
+    ...(topics.length ? { webhooks } : {}),
     components: {
       schemas,
       securitySchemes: {

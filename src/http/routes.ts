@@ -15,6 +15,7 @@ import { AttemptMetricsQuerySchema, EventMetricsQuerySchema, MetricsResponseSche
 import { ListTenantsQuerySchema, PortalSessionSchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
 import { HealthQuerySchema, HealthReportSchema } from '../model/health.js'
+import { TopicInfoSchema } from '../model/topic.js'
 import { EnableQuerySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema, type EnableQuery } from '../model/replay.js'
 import { nestQuery, type QueryRecord } from './query.js'
 import {
@@ -70,7 +71,7 @@ export interface RouteSpec {
   path: string
   operationId: string
   summary: string
-  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Events' | 'Replays' | 'Metrics' | 'Service'
+  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Topics' | 'Events' | 'Replays' | 'Metrics' | 'Service'
   access: Access
   /** Validates every path parameter; a bad value is a 400 naming it. */
   params: Record<string, Schema>
@@ -94,6 +95,8 @@ const eventParams = { ...tenantParams, event_id: PathIdSchema }
 const destinationEventParams = { ...destinationParams, event_id: PathIdSchema }
 const typeParam = { type: SchemaPathTypeSchema }
 const replayParams = { ...destinationParams, job_id: PathIdSchema }
+/** A topic name in a path: any non-empty name without white space (`order.created`). */
+const TopicNameParamSchema = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(255, 'must be at most 255 characters'), v.regex(/^\S+$/, 'must not contain white space'))
 
 /** Every route of SPEC.md plus publish, health and the OpenAPI document. Order only matters for docs. */
 export const routes: RouteSpec[] = [
@@ -240,6 +243,19 @@ export const routes: RouteSpec[] = [
     params: typeParam, query: NoQuerySchema,
     responses: [{ status: 200, description: 'Destination type schema', schema: DestinationTypeInfoSchema }],
     handle: ({ outflow, params }) => outflow.getDestinationType(params.type!),
+  },
+  {
+    method: 'GET', path: '/topics', operationId: 'listTopics', summary: 'List Topics', tag: 'Topics', access: 'token',
+    params: {}, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'The topic catalog: each topic with its payload schema, validation mode and deprecation', schema: v.array(TopicInfoSchema) }],
+    handle: ({ outflow }) => outflow.listTopics(),
+  },
+  {
+    method: 'GET', path: '/topics/{name}', operationId: 'getTopic', summary: 'Get Topic', tag: 'Topics', access: 'token',
+    params: { name: TopicNameParamSchema }, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'One topic of the catalog', schema: TopicInfoSchema }],
+    errors: [{ status: 404, description: 'No topic of that name in the catalog' }],
+    handle: ({ outflow, params }) => outflow.getTopic(params.name!),
   },
   {
     method: 'POST', path: '/publish', operationId: 'publish', summary: 'Publish Event', tag: 'Events', access: 'admin',

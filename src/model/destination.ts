@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { DeprecatedTopicSchema } from './topic.js'
 import { DestinationTypeNameSchema } from './destination-type.js'
 import { DeliverySettingsPatchSchema, DeliverySettingsSchema } from './delivery-settings.js'
 import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, objectOf, RepeatedStringSchema, storableText, StringMapSchema } from './common.js'
@@ -99,6 +100,10 @@ export const DestinationSchema = v.object({
   delivery: v.optional(DeliverySettingsSchema),
   target: v.optional(v.string()),
   target_url: v.optional(v.string()),
+  /** Create and update answers only (an addition to the spec): the deprecated catalog topics it subscribes to. */
+  deprecated_topics: v.optional(
+    v.pipe(v.array(DeprecatedTopicSchema), v.description('In create and update answers: the deprecated topics of the catalog this destination subscribes to, each with the topic that replaces it (or null). The subscription is kept.')),
+  ),
 })
 export type Destination = v.InferOutput<typeof DestinationSchema>
 

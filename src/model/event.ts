@@ -20,6 +20,8 @@ export const EventSchema = v.object({
    * when. Skipped means never attempted because the destination was disabled (`status` is then `failed`).
    */
   skipped_at: v.optional(v.pipe(v.string(), v.description('Present while the delivery to this destination is skipped (its destination was disabled when the event was published, or when its next attempt was due): since when. Never attempted since; `status` is `failed`. A replay with `status: "skipped"` sends it.'))),
+  /** An addition to the spec: whether `data` matched its topic's schema at publish; absent when it was not checked. */
+  schema_valid: v.optional(v.pipe(v.boolean(), v.description('Present when the topic has a schema checked at publish: whether `data` matched it. `false` only under `validation: "warn"` (an `enforce` topic refuses such events with a 422).'))),
 })
 export type Event = v.InferOutput<typeof EventSchema>
 
@@ -41,8 +43,8 @@ export const DeliveryAttemptSchema = v.object({
 })
 export type DeliveryAttempt = v.InferOutput<typeof DeliveryAttemptSchema>
 
-/** Body of `POST /publish` and argument of `outflow.publish()`. */
-export const PublishSchema = objectBody(v.strictObject(
+/** The fields of an event to publish. */
+const PublishFieldsSchema = v.strictObject(
   {
     id: v.optional(IdSchema),
     tenant_id: IdSchema,
@@ -54,8 +56,11 @@ export const PublishSchema = objectBody(v.strictObject(
     eligible_for_retry: v.optional(v.boolean('must be a boolean')),
   },
   'unexpected field',
-))
-export type PublishInput = v.InferInput<typeof PublishSchema>
+)
+
+/** Body of `POST /publish` and argument of `outflow.publish()`. */
+export const PublishSchema = objectBody(PublishFieldsSchema)
+export type PublishInput = v.InferInput<typeof PublishFieldsSchema>
 
 export const PublishResultSchema = v.object({
   id: v.string(),

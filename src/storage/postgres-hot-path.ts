@@ -26,7 +26,7 @@ const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 
 /** The text-array parameters of an event insert: one per column of the events, then of their deliveries. */
 type InsertColumn =
-  | 'e_tenant' | 'e_id' | 'e_topic' | 'e_time' | 'e_data' | 'e_metadata' | 'e_retry' | 'e_created' | 'e_group'
+  | 'e_tenant' | 'e_id' | 'e_topic' | 'e_time' | 'e_data' | 'e_metadata' | 'e_retry' | 'e_created' | 'e_group' | 'e_schema_valid'
   | 'd_id' | 'd_tenant' | 'd_event' | 'd_destination' | 'd_topic' | 'd_event_time' | 'd_next' | 'd_lease_owner' | 'd_lease_until'
   | 'd_status' | 'd_skipped_at' | 'd_order_key'
 
@@ -42,15 +42,15 @@ export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
   return prepared<string>(sql`
     with input as (
       select * from unnest(${c('e_tenant', 'text')}, ${c('e_id', 'text')}, ${c('e_topic', 'text')}, ${c('e_time', 'timestamptz')}, ${c('e_data', 'jsonb')},
-        ${c('e_metadata', 'jsonb')}, ${c('e_retry', 'bool')}, ${c('e_created', 'timestamptz')}, ${c('e_group', 'text')})
-        as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp)${guard ? sql` where ${guard}` : sql``}
+        ${c('e_metadata', 'jsonb')}, ${c('e_retry', 'bool')}, ${c('e_created', 'timestamptz')}, ${c('e_group', 'text')}, ${c('e_schema_valid', 'bool')})
+        as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp, schema_valid)${guard ? sql` where ${guard}` : sql``}
     ), owner as (
       select id from ${t.tenants} where id in (select tenant_id from input) for key share
     ), orphaned as (
       select grp, min(tenant_id) as tenant_id from input where tenant_id not in (select id from owner) group by grp
     ), ev as (
-      insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
-      select tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at from input
+      insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid)
+      select tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid from input
       where grp not in (select grp from orphaned)
       on conflict do nothing
       returning tenant_id, id
@@ -147,6 +147,7 @@ export async function insertEventRows(
     e_retry: events.map((e) => (e.eligible_for_retry ? 't' : 'f')),
     e_created: events.map((e) => iso(e.created_at)),
     e_group: groups,
+    e_schema_valid: events.map((e) => (e.schema_valid === undefined ? null : e.schema_valid ? 't' : 'f')),
     d_id: rows.map((r) => r.d.id),
     d_tenant: rows.map((r) => r.e.tenant_id),
     d_event: rows.map((r) => r.e.id),

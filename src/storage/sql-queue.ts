@@ -195,6 +195,7 @@ function eventRowSelection(ctx: SqlContext) {
     successful_at: d.successful_at,
     last_attempt_at: d.last_attempt_at,
     skipped_at: d.skipped_at,
+    schema_valid: e.schema_valid,
   }
 }
 

@@ -110,8 +110,8 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
  */
 export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewEventWithDeliveries[]) => InsertEventResult[] {
   const insertEvent = client.prepare(
-    `insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
+    `insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
   )
   const insertDelivery = client.prepare(
     `insert into deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual, next_attempt_at, lease_owner, lease_until, skipped_at)
@@ -137,7 +137,7 @@ export function sqliteEventInserts(client: BetterSqlite3.Database): (items: NewE
       const missingTenant = missing.get(group ?? `item ${index}`)
       if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
       const data = JSON.stringify(e.data)
-      const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), data, JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at))
+      const inserted = insertEvent.run(e.tenant_id, e.id, e.topic, ms(e.time), data, JSON.stringify(e.metadata), e.eligible_for_retry ? 1 : 0, ms(e.created_at), e.schema_valid === undefined ? null : e.schema_valid ? 1 : 0)
       // The worker attempts a local publish's deliveries with this event in memory: it sends the text stored.
       if (inserted.changes !== 0) e.data_json = data
       if (inserted.changes === 0) return { duplicate: true, destination_ids: existingDestinations.all(e.tenant_id, e.id) as string[] }

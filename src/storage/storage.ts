@@ -305,6 +305,8 @@ export interface EventRecord {
    * bytes instead of serialising `data` again (see stored-json.ts).
    */
   data_json?: string
+  /** Checked against its topic's schema at publish: whether it matched (absent: not checked). */
+  schema_valid?: boolean
 }
 
 export interface NewDelivery {
@@ -434,6 +436,8 @@ export interface EventRow {
   last_attempt_at: Date | null
   /** Skipped since then and not attempted since (see NewDelivery.skipped, holdDeliveries); else null. */
   skipped_at: Date | null
+  /** See EventRecord.schema_valid; null when not checked. */
+  schema_valid: boolean | null
 }
 
 /** The time range and grouping of a metrics query. `filters` absent or empty match everything. */

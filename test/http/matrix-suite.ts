@@ -38,6 +38,9 @@ const expectations: Record<string, [admin: number, own: number, other: number, n
   'GET /tenants/{tenant_id}/destination-types/{type}':                                   [200, 200, 403, 401],
   'GET /destination-types':                                                              [200, 200, 200, 401],
   'GET /destination-types/{type}':                                                       [200, 200, 200, 401],
+  // The catalog: any token. This suite's engine has none, so a name is 404 once the caller is let in (topics-suite.ts has the 200s).
+  'GET /topics':                                                                         [200, 200, 200, 401],
+  'GET /topics/{name}':                                                                  [404, 404, 404, 401],
   'POST /publish':                                                                       [202, 403, 403, 401],
   'GET /events':                                                                         [200, 403, 403, 401],
   'GET /tenants/{tenant_id}/events':                                                     [200, 200, 403, 401],
@@ -63,6 +66,8 @@ const unique = (prefix: string) => `${prefix}-${process.pid}-${++counter}`
 /** A valid request per route; destructive routes get a fresh resource for every call. */
 const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
   'GET /tenants': async () => ({ path: '/tenants' }),
+  'GET /topics': async () => ({ path: '/topics' }),
+  'GET /topics/{name}': async () => ({ path: '/topics/order.created' }),
   'GET /tenants/{tenant_id}': async () => ({ path: '/tenants/acme' }),
   'PUT /tenants/{tenant_id}': async () => ({ path: '/tenants/acme', json: { metadata: { name: 'acme' } } }),
   'DELETE /tenants/{tenant_id}': async (ctx) => {

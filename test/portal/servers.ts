@@ -8,6 +8,7 @@ import express from 'express'
 import { outflowPortal, outflowRouter } from '../../adapters/express.js'
 import { createOutflow } from '../../src/create-outflow.js'
 import type { Outflow } from '../../src/engine.js'
+import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import { waitFor } from '../support/receiver.js'
@@ -71,7 +72,7 @@ export async function startExampleServer(storageName: StorageName): Promise<Port
 }
 
 /** An Express host: `app.use('/api/v1', outflowRouter(outflow))` and `app.use(outflowPortal(outflow))`, as README shows. */
-export async function startExpressServer(storageName: StorageName): Promise<PortalServer> {
+export async function startExpressServer(storageName: StorageName, options: Partial<OutflowOptions> = {}): Promise<PortalServer> {
   const storage = await storageFor(storageName)
   const apiKey = 'express-admin-key-0123456789'
   let outflow: Outflow | undefined
@@ -82,6 +83,7 @@ export async function startExpressServer(storageName: StorageName): Promise<Port
       jwtSecret: 'express-jwt-secret-0123456789',
       encryptionKey: 'express-encryption-key-0123456789',
       allowPrivateNetworks: true,
+      ...options,
     })
     const app = express()
     app.use('/api/v1', outflowRouter(outflow))

@@ -10,6 +10,7 @@ import { createBody, formFields, formProblems, initialState, keepsSecret, update
 import type { Destination, DestinationType, FieldSpec } from '../types.js'
 import { useLoad } from '../use-load.js'
 import { PageTitle } from './page-title.js'
+import { TopicPicker } from '../components/topic-picker.js'
 
 // Create and edit forms, generated from the type's field specs (what they send: destination-body.ts).
 
@@ -107,6 +108,7 @@ function TopicsField({ value, onChange, error }: { value: string; onChange: (val
           </p>
         )}
       </div>
+      <TopicPicker value={value} onChange={onChange} />
     </fieldset>
   )
 }

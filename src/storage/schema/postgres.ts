@@ -80,6 +80,8 @@ function defineTables(table: typeof pgTable) {
       metadata: jsonb('metadata').$type<Record<string, string>>().notNull(),
       eligible_for_retry: boolean('eligible_for_retry').notNull(),
       created_at: ts('created_at').notNull(),
+      // Whether data matched its topic's schema at publish (catalog topics with validation warn/enforce); null: not checked.
+      schema_valid: boolean('schema_valid'),
     },
     (t) => [
       primaryKey({ columns: [t.tenant_id, t.id] }),

@@ -52,6 +52,8 @@ export const events = sqliteTable(
     metadata: json<Record<string, string>>('metadata').notNull(),
     eligible_for_retry: bool('eligible_for_retry').notNull(),
     created_at: ts('created_at').notNull(),
+    // Whether data matched its topic's schema at publish (catalog topics with validation warn/enforce); null: not checked.
+    schema_valid: bool('schema_valid'),
   },
   (t) => [
     primaryKey({ columns: [t.tenant_id, t.id] }),

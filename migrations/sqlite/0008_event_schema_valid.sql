@@ -1,0 +1,1 @@
+ALTER TABLE `events` ADD `schema_valid` integer;
