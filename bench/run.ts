@@ -60,6 +60,7 @@ const plan: Job[] = ([
       { group: 'kafka-eventbridge', db, file: 'outflow/kafka-eventbridge.ts', needs: ['engine', ...pg] },
       { group: 'bare-insert', db, file: 'anchors/bare-insert.ts', needs: ['engine', ...pg] },
       { group: 'publish', db, file: 'outflow/publish.ts', needs: ['engine', ...pg] },
+      { group: 'catalog', db, file: 'outflow/catalog.ts', needs: ['engine', ...pg] },
       { group: 'http-publish', db, file: 'outflow/http-publish.ts', needs: ['engine', ...pg] },
       { group: 'latency', db, file: 'outflow/latency.ts', needs: ['engine', ...pg] },
       { group: 'list', db, file: 'outflow/list.ts', needs: ['engine', ...pg] },
@@ -75,7 +76,7 @@ const plan: Job[] = ([
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'streams', 'kafka-eventbridge', 'bare-insert', 'publish', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'streams', 'kafka-eventbridge', 'bare-insert', 'publish', 'catalog', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
 }
 
 const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir] [--compare REV [--rounds N]]`

@@ -169,6 +169,25 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     met: '—',
   })
 
+  rows.push({
+    metric: `publishMany() ×${sizes.batch} of a realistic order (2020-12 schema: required fields, enums, bounds, formats) with catalog validation "enforce" (events/s · engine CPU µs per event)`,
+    sqlite: rateCpuOf(outcomes, 'catalog:sqlite', 'enforcePerSec', 'enforceCpuUs'),
+    postgres: rateCpuOf(outcomes, 'catalog:postgres', 'enforcePerSec', 'enforceCpuUs'),
+    anchor: `the same events with validation "off", alternating rounds: ${perDb((db) => {
+      const v = value(outcomes, `catalog:${db}`, 'offPerSec')
+      return v === undefined ? undefined : perSec(v)
+    })}`,
+    ratio: perDb((db) => {
+      const r = value(outcomes, `catalog:${db}`, 'enforceRatio')
+      return r === undefined ? undefined : `${Math.round(r * 100)} %`
+    }),
+    target: '≥ 85 %',
+    met: perDb((db) => {
+      const r = value(outcomes, `catalog:${db}`, 'enforceRatio')
+      return r === undefined ? undefined : mark(r >= 0.85)
+    }),
+  })
+
   const httpCeiling = (db: Db) => value(outcomes, `http-publish:${db}`, 'ceilingRequestsPerSec')
   const httpCell = (db: Db) => {
     const key = `http-publish:${db}`
