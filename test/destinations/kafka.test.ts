@@ -1,4 +1,9 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { kafka } from '../../src/destinations/kafka.js'
@@ -7,7 +12,9 @@ import { crc32c, errorCodes, recordBatchProblem } from '../fakes/kafka-codec.js'
 import { startFakeKafka, type FakeKafka } from '../fakes/kafka-server.js'
 import { installNetworkSentinel } from '../support/network-sentinel.js'
 import { messageBuilder, publishersFor } from '../support/publishers.js'
-import { startUntrustedTlsServer } from '../support/tls.js'
+import { selfSignedCertificate, startUntrustedTlsServer } from '../support/tls.js'
+
+const execFileAsync = promisify(execFile)
 
 const message = messageBuilder({ destination_id: 'des_kafka', time: new Date('2025-01-02T03:04:05.678Z'), data: { order: 42, note: 'ünïcødé' } })
 
@@ -271,6 +278,26 @@ describe('kafka destination', () => {
         await new Promise<void>((resolve) => silent.close(() => resolve()))
       }
     })
+
+    it('delivers over TLS to a broker whose certificate the process trusts', async () => {
+      // A trusted certificate cannot be added inside this process: a child started with NODE_EXTRA_CA_CERTS delivers.
+      const dir = mkdtempSync(join(tmpdir(), 'outflow-kafka-tls-'))
+      try {
+        const { key, cert } = selfSignedCertificate()
+        writeFileSync(join(dir, 'key.pem'), key)
+        writeFileSync(join(dir, 'cert.pem'), cert)
+        const fixture = join(import.meta.dirname, '../fixtures/kafka-tls-delivery.ts')
+        const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', fixture, join(dir, 'key.pem'), join(dir, 'cert.pem')], {
+          env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') },
+          timeout: 60_000,
+        })
+        const out = JSON.parse(stdout.trim().split('\n').pop()!) as { result: { ok: boolean }; logged: { value: string; id: string }[] }
+        expect(out.result).toMatchObject({ ok: true })
+        expect(out.logged).toEqual([{ id: 'evt_tls', value: JSON.stringify({ order: 7 }) }])
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }, 90_000)
 
     it('reports a TLS listener with an untrusted certificate as tls', async () => {
       const tlsServer = await startUntrustedTlsServer()

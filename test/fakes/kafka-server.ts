@@ -1,5 +1,6 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto'
 import net, { type AddressInfo } from 'node:net'
+import tls from 'node:tls'
 import { apiKeys, decoder, encoder, errorCodes, readRecordBatch, type KafkaDecoder, type KafkaEncoder } from './kafka-codec.js'
 
 /** One record as it sits in the fake's log, decoded from the batch the client sent (CRC32C checked). */
@@ -31,6 +32,8 @@ export interface FakeKafkaOptions {
   /** Topics that exist, with their partition counts (default 1). */
   topics: Record<string, number> | string[]
   sasl?: FakeKafkaSasl
+  /** Listen with TLS, this key and certificate (a client trusts it only if told to: NODE_EXTRA_CA_CERTS). */
+  tls?: { key: string; cert: string }
 }
 
 /** A running fake broker: a one-node cluster (node 1) on 127.0.0.1. */
@@ -102,7 +105,7 @@ export async function startFakeKafka(options: FakeKafkaOptions): Promise<FakeKaf
   let nextProducerId = 1000n
   let port = 0
 
-  const server = net.createServer((socket) => {
+  const serve = (socket: net.Socket) => {
     const session: Session = { index: connections.opened++, authenticated: !options.sasl }
     socket.on('close', () => connections.closed++)
     socket.on('error', () => {})
@@ -117,7 +120,8 @@ export async function startFakeKafka(options: FakeKafkaOptions): Promise<FakeKaf
         chain = chain.then(() => answer(socket, session, frame)).catch(() => void socket.destroy())
       }
     })
-  })
+  }
+  const server = options.tls ? tls.createServer(options.tls, serve) : net.createServer(serve)
 
   async function answer(socket: net.Socket, session: Session, frame: Buffer): Promise<void> {
     const d = decoder(frame)
