@@ -8,7 +8,7 @@ import { startNatsServer, type OwnNatsServer } from '../support/nats-server.js'
 import { closedPort, messageBuilder, publishersFor } from '../support/publishers.js'
 import { natsAvailable, natsUrl } from '../support/services.js'
 import { startSilentServer, startTcpProxy } from '../support/tcp-proxy.js'
-import { selfSignedCertificate } from '../support/tls.js'
+import { deliverTrusting, selfSignedCertificate } from '../support/tls.js'
 
 const server = new URL(natsUrl)
 const servers = `${server.hostname}:${server.port || 4222}`
@@ -277,9 +277,9 @@ describe.runIf(natsAvailable)('nats_jetstream destination (the real nats-server 
     const seed = new TextDecoder().decode(nkey.getSeed())
     const password = 'outflow-user-password-1'
     const token = 'outflow-token-value-0123'
+    const { key, cert } = selfSignedCertificate()
 
     beforeAll(async () => {
-      const { key, cert } = selfSignedCertificate()
       ;[users, tokens, tlsServer] = await Promise.all([
         startNatsServer(`authorization { users: [ { user: "outflow", password: "${password}" }, { nkey: "${nkey.getPublicKey()}" } ] }`),
         startNatsServer(`authorization { token: "${token}" }`),
@@ -335,6 +335,18 @@ describe.runIf(natsAvailable)('nats_jetstream destination (the real nats-server 
         await operator.server.close()
       }
     })
+
+    it('delivers to a TLS server whose certificate the delivering process trusts, acknowledged by its stream', async () => {
+      const admin = await connect({ servers: `tls://${tlsServer.hostPort}`, tls: { ca: cert } })
+      try {
+        await (await jetstreamManager(admin)).streams.add({ name: 'SECURE', subjects: ['secure.>'] })
+        const result = await deliverTrusting(cert, 'nats_jetstream', { servers: `tls://${tlsServer.hostPort}`, subject: 'secure.orders' })
+        expect(result).toMatchObject({ ok: true })
+        expect((await (await jetstreamManager(admin)).streams.info('SECURE')).state.messages).toBe(1)
+      } finally {
+        await admin.close()
+      }
+    }, 90_000)
 
     it('reports a TLS server whose certificate no CA trusts as tls', async () => {
       const result = await publishers.deliver({ servers: `tls://${tlsServer.hostPort}`, subject: 'orders.created' }, message())

@@ -1,12 +1,18 @@
+import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import * as v from 'valibot'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dedupeKey, redisStreams } from '../../src/destinations/redis-streams.js'
+import { listening } from '../support/nats-server.js'
 import { closedPort, messageBuilder, publishersFor } from '../support/publishers.js'
+import { waitFor } from '../support/receiver.js'
 import { redisAvailable, redisUrl } from '../support/services.js'
 import { startSilentServer, startTcpProxy } from '../support/tcp-proxy.js'
-import { startUntrustedTlsServer } from '../support/tls.js'
+import { deliverTrusting, selfSignedCertificate, startUntrustedTlsServer } from '../support/tls.js'
 
 const server = new URL(redisUrl)
 const port = Number(server.port || 6379)
@@ -194,6 +200,29 @@ describe.runIf(redisAvailable)('redis_streams destination (the real Redis)', () 
       await tls.close()
     }
   })
+
+  it('delivers over rediss:// to a server whose certificate the delivering process trusts', async () => {
+    // A redis-server of the test's own, TLS only, with a self-signed certificate.
+    const { key: tlsKey, cert } = selfSignedCertificate()
+    const dir = mkdtempSync(join(tmpdir(), 'outflow-redis-tls-'))
+    writeFileSync(join(dir, 'key.pem'), tlsKey)
+    writeFileSync(join(dir, 'cert.pem'), cert)
+    const tlsPort = await closedPort()
+    const child = spawn('redis-server', ['--port', '0', '--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'cert.pem'), '--tls-key-file', join(dir, 'key.pem'),
+      '--tls-auth-clients', 'no', '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+    const reader = new Redis({ host: '127.0.0.1', port: tlsPort, tls: { ca: cert }, lazyConnect: true, maxRetriesPerRequest: 1 })
+    try {
+      await waitFor(() => listening(tlsPort), 10_000, 'the TLS redis-server')
+      await reader.connect()
+      const result = await deliverTrusting(cert, 'redis_streams', { url: `rediss://127.0.0.1:${tlsPort}`, stream_key: 'secure' })
+      expect(result).toMatchObject({ ok: true })
+      expect((await entries(reader, 'secure')).map((e) => e.fields.id)).toEqual(['evt_tls'])
+    } finally {
+      reader.disconnect()
+      child.kill()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 90_000)
 
   it('gives up at the attempt deadline (a server that never answers) as timeout', async () => {
     const silent = await startSilentServer()

@@ -15,7 +15,8 @@ export interface OwnNatsServer {
   close(): Promise<void>
 }
 
-function listening(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on the loopback port. */
+export function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port })
     socket.once('connect', () => (socket.destroy(), resolve(true)))
