@@ -41,6 +41,12 @@ function load(ctx: ScenarioContext, url: string, seconds: number): Promise<Load>
   })
 }
 
+/** `load` after a warm-up of `warmupSeconds` against the same URL (not counted). */
+async function warmedLoad(ctx: ScenarioContext, url: string, warmupSeconds: number): Promise<Load> {
+  await load(ctx, url, warmupSeconds)
+  return load(ctx, url, ctx.sizes.httpSeconds)
+}
+
 /** Serve `app` on a loopback port; returns its publish URL and a close function. */
 async function listen(app: Hono): Promise<{ url: string; close: () => Promise<void> }> {
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
@@ -50,7 +56,6 @@ async function listen(app: Hono): Promise<{ url: string; close: () => Promise<vo
 }
 
 runScenario(async (ctx) => {
-  const { sizes } = ctx
   const warmupSeconds = 3
 
   const ceilingApp = new Hono()
@@ -61,8 +66,7 @@ runScenario(async (ctx) => {
   const ceiling = await listen(ceilingApp)
   let bare: Load
   try {
-    await load(ctx, ceiling.url, warmupSeconds)
-    bare = await load(ctx, ceiling.url, sizes.httpSeconds)
+    bare = await warmedLoad(ctx, ceiling.url, warmupSeconds)
   } finally {
     await ceiling.close()
   }
@@ -76,8 +80,7 @@ runScenario(async (ctx) => {
     const server = await listen(api)
     let published: Load
     try {
-      await load(ctx, server.url, warmupSeconds)
-      published = await load(ctx, server.url, sizes.httpSeconds)
+      published = await warmedLoad(ctx, server.url, warmupSeconds)
     } finally {
       await server.close()
     }

@@ -59,7 +59,7 @@ export async function settle(options: { postgres: boolean; maxWaitMs?: number })
   return `the machine was still ${Math.round((busy ?? 0) * 100)} % busy when the scenario started`
 }
 
-/** The 1-minute load average, and the commit of a tree (with `+` when it has uncommitted changes). */
+/** The 1-minute load average (NaN where /proc/loadavg cannot be read). */
 export function loadAverage(): number {
   try {
     return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
@@ -68,6 +68,7 @@ export function loadAverage(): number {
   }
 }
 
+/** The commit of a tree, with `+` when it has uncommitted changes to tracked files. */
 export function commitOf(dir: string): string {
   try {
     const rev = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim()

@@ -32,7 +32,7 @@ class AttemptMessage implements DeliveryMessage {
   readonly metadata: Record<string, string>
   readonly attempt: number
   trace_headers?: Record<string, string>
-  ordering_key?: string
+  readonly ordering_key?: string
   readonly #event: ClaimedDelivery['event']
 
   constructor(d: ClaimedDelivery, destination: DestinationRecord) {
@@ -45,6 +45,7 @@ class AttemptMessage implements DeliveryMessage {
     this.data_json = d.event.data_json
     this.metadata = deliveryMetadata(d, destination)
     this.attempt = d.attempt_count + 1
+    if (d.order_key != null) this.ordering_key = d.order_key
   }
 
   get data(): unknown {
@@ -56,7 +57,6 @@ class AttemptMessage implements DeliveryMessage {
 export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord, traceHeaders?: Record<string, string>): DeliveryMessage {
   const message = new AttemptMessage(d, destination)
   if (traceHeaders) message.trace_headers = traceHeaders
-  if (d.order_key != null) message.ordering_key = d.order_key
   return message
 }
 
