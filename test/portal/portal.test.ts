@@ -76,8 +76,18 @@ for (const setup of servers) {
     }
     const signInLink = async (tenant: string, theme?: string) => (await api('GET', `/tenants/${tenant}/portal${theme ? `?theme=${theme}` : ''}`)).body.redirect_url as string
     const publish = (id: string, data: unknown, retry = true, topic = 'order.created') => api('POST', '/publish', { id, tenant_id: 'acme', topic, data, eligible_for_retry: retry })
+    /** Open a route and wait for its page: the old page's heading is still there until the hash change has rendered. */
     const go = async (hash: string) => {
-      await page.evaluate((h) => (location.hash = h), hash)
+      await page.evaluate(
+        (h) =>
+          new Promise<void>((resolve) => {
+            if (location.hash === h) return resolve()
+            // The app renders a hash change in a microtask; a task queued after the event runs after it.
+            addEventListener('hashchange', () => setTimeout(resolve), { once: true })
+            location.hash = h
+          }),
+        hash,
+      )
       await page.getByRole('heading', { level: 1 }).first().waitFor()
     }
     /** Click Refresh until `locator` shows up, or `check` holds (events appear from their first attempt on). */
@@ -248,7 +258,26 @@ for (const setup of servers) {
     it('deletes a destination after a confirmation', async () => {
       const other = await api('POST', '/tenants/acme/destinations', { type: 'webhook', topics: ['invoice.*'], config: { url: `${sink.url}/second` } })
       ids.other = other.body.id
+      // Pressed the moment the page appears (in the task that renders it, before a paint), Delete opens a
+      // dialog that gives the focus back to Delete: the page's heading takes the focus as it renders, not
+      // after the paint, where it once took it from the button the dialog was opened from.
+      await go('#/')
+      await page.evaluate(() => {
+        const observer = new MutationObserver(() => {
+          const button = [...document.querySelectorAll('button')].find((b) => b.textContent === 'Delete')
+          if (!button) return
+          observer.disconnect()
+          button.focus()
+          button.click()
+        })
+        observer.observe(document.body, { childList: true, subtree: true })
+      })
       await go(`#/destinations/${ids.other}`)
+      const early = page.getByRole('dialog', { name: 'Delete this destination?' })
+      await early.waitFor()
+      await page.keyboard.press('Escape')
+      await early.waitFor({ state: 'detached' })
+      expect(await page.getByRole('button', { name: 'Delete' }).evaluate((e) => e === document.activeElement)).toBe(true)
       // By keyboard: Enter opens the dialog with the focus inside, Escape closes it and gives the focus back.
       const remove = page.getByRole('button', { name: 'Delete' })
       await remove.focus()
@@ -285,6 +314,9 @@ for (const setup of servers) {
       for (let i = 1; i <= 24; i++) expect((await publish(`bulk-${String(i).padStart(2, '0')}`, { n: i })).status).toBe(202)
       expect((await publish('invoice-7', { invoice: 7 }, true, 'invoice.paid')).status).toBe(202)
       await waitFor(() => sink.received.length >= before + 25, 20_000, 'the 25 deliveries')
+      // An event is in the log once its attempt is written, which follows the receiver's answer: wait for
+      // all 27, or the first page can be a full 25 with the oldest new one still missing (then 3 older).
+      await waitFor(async () => (await api('GET', '/tenants/acme/events?limit=100')).body.models.length === 27, 20_000, 'the 27 events in the log')
       await go('#/events')
       const rows = page.locator('table.list tbody tr')
       await refreshUntil(page.getByRole('row').filter({ hasText: 'invoice-7' }), 'invoice-7 in the event log')

@@ -1,8 +1,10 @@
-import { useEffect, useRef } from 'preact/hooks'
+import { useLayoutEffect, useRef } from 'preact/hooks'
 
 /**
  * A `<dialog>` shown modal while mounted. On unmount it closes and gives the focus back to where it
- * was (the dialog element is gone by then, so the browser's own restoring cannot be relied on).
+ * was (the dialog element is gone by then, so the browser's own restoring cannot be relied on). It opens
+ * as it is put in the document (a layout effect), so the element it gives the focus back to is the one
+ * that had it when the dialog was asked for, whatever runs after the next paint.
  *
  * @example
  * const dialog = useModal()
@@ -10,7 +12,7 @@ import { useEffect, useRef } from 'preact/hooks'
  */
 export function useModal() {
   const dialog = useRef<HTMLDialogElement>(null)
-  useEffect(() => {
+  useLayoutEffect(() => {
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
     const element = dialog.current
     if (element && !element.open) element.showModal()
