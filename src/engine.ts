@@ -5,6 +5,7 @@ import type { DeliveryReporter, OutflowEvents } from './delivery/events.js'
 import { EventWriter } from './delivery/event-writer.js'
 import { DeliveryWorker } from './delivery/worker.js'
 import { ReplayRunner } from './delivery/replay-runner.js'
+import { Supervisor } from './delivery/supervisor.js'
 import type { EngineContext } from './engine/context.js'
 import { credentialKeys } from './engine/credential-keys.js'
 import * as destinations from './engine/destinations.js'
@@ -81,6 +82,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   readonly #worker: DeliveryWorker
   readonly #writer: EventWriter
   readonly #replays: ReplayRunner
+  readonly #supervisor: Supervisor
   readonly #operatorSink: OperatorSink
   readonly #pruner: Pruner | undefined
   /** Wakes the worker after a host's SQLite transaction with new deliveries committed (publishSync). */
@@ -116,9 +118,10 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
       stopDeliveries: (tenantId, destinationId) => this.#worker.stopDeliveries(tenantId, destinationId),
     }
     const { credentialKeys: keys, now } = this.#ctx
-    this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter() })
+    const supervisor = (this.#supervisor = new Supervisor(options.supervisor, options.logger))
+    this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter(), supervisor })
     this.#writer = new EventWriter(forCallers, this.#worker, now)
-    this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake() })
+    this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake(), supervisor })
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
     this.#commits = new CommitWatcher(() => this.#worker.wake(), options.delivery.pollIntervalMs)
     const { retention } = options
@@ -130,6 +133,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
         // Live work: deliveries in flight, or a publish in the last second.
         busy: () => this.#worker.inFlight > 0 || performance.now() - this.#writer.lastWriteAt < 1000,
         logger: options.logger,
+        supervisor,
         now,
       })
   }
@@ -428,7 +432,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * const report = await outflow.health() // { status: 'ok', storage: { reachable: true, … }, queue: { depth: 0, … }, worker: { … } }
    */
   health(options?: { queue?: boolean }): Promise<HealthReport> {
-    return checkHealth(this.#ctx, { enabled: this.options.delivery.worker, running: this.#worker.running }, options)
+    return checkHealth(this.#ctx, { enabled: this.options.delivery.worker, running: this.#worker.running }, this.#supervisor, options)
   }
 
   // --- metrics ---

@@ -83,6 +83,18 @@ export const OptionsSchema = v.object({
     }),
     {},
   ),
+  /** Restarting the engine's loops (claim, leases, results, listen, replay, prune) when they throw. */
+  supervisor: v.optional(
+    v.object({
+      /** Failures in a row after which a loop counts as failed and health answers 503 (it is still restarted). */
+      restarts: v.optional(positiveInt('supervisor.restarts'), 5),
+      /** The pause before the first restart, doubling with each failure in a row... */
+      backoffMs: v.optional(positiveInt('supervisor.backoffMs'), 100),
+      /** ...up to this. */
+      maxBackoffMs: v.optional(positiveInt('supervisor.maxBackoffMs'), 5_000),
+    }),
+    {},
+  ),
   telemetry: v.optional(
     v.object({
       propagateTraceContext: v.optional(v.boolean(), false),

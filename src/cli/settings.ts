@@ -74,6 +74,9 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_RETENTION_EVENTS', 'retention.events'),
   variable('OUTFLOW_RETENTION_BATCH_SIZE', 'retention.batchSize', 'integer'),
   variable('OUTFLOW_RETENTION_INTERVAL_MS', 'retention.intervalMs', 'integer'),
+  variable('OUTFLOW_SUPERVISOR_RESTARTS', 'supervisor.restarts', 'integer'),
+  variable('OUTFLOW_SUPERVISOR_BACKOFF_MS', 'supervisor.backoffMs', 'integer'),
+  variable('OUTFLOW_SUPERVISOR_MAX_BACKOFF_MS', 'supervisor.maxBackoffMs', 'integer'),
   variable('OUTFLOW_TELEMETRY_PROPAGATE_TRACE_CONTEXT', 'telemetry.propagateTraceContext', 'boolean'),
 ]
 

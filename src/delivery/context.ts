@@ -4,6 +4,7 @@ import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
 import type { DeliveryReporter } from './events.js'
 import type { RetryOptions } from './retry-schedule.js'
+import type { Supervisor } from './supervisor.js'
 
 /** The engine settings delivery reads (a subset of the resolved engine options). */
 export interface DeliverySettings {
@@ -34,5 +35,7 @@ export interface DeliveryContext {
   reporter: DeliveryReporter
   /** Attempt spans and delivery metrics. */
   telemetry: Telemetry
+  /** Restarts the worker's loops when they throw, and tells health which failed. */
+  supervisor: Supervisor
   now(): Date
 }

@@ -4,6 +4,7 @@ import { newId } from '../ids.js'
 import { errorFields } from '../logger.js'
 import type { Storage } from '../storage/storage.js'
 import type { DeliverySettings } from './context.js'
+import { faultPoint, type Supervisor } from './supervisor.js'
 
 /** Deliveries a replay job hands to the worker at a time; the next batch waits until these were attempted. */
 export const replayBatchSize = 200
@@ -16,6 +17,8 @@ export interface ReplayRunnerContext {
   now(): Date
   /** A batch was made due: the local worker claims it now rather than at its next poll. */
   wakeWorker(): void
+  /** Starts the loop again when a step throws something other than a storage outage. */
+  supervisor: Supervisor
 }
 
 /**
@@ -29,15 +32,18 @@ export class ReplayRunner {
   readonly id = newId('rpr')
   readonly #ctx: ReplayRunnerContext
   #stopping = false
+  readonly #stop = new AbortController()
   #loop?: Promise<void>
   #wake?: () => void
+  /** The job this runner holds the lease of (kept across a restart of the loop). */
+  #job: string | undefined
 
   constructor(ctx: ReplayRunnerContext) {
     this.#ctx = ctx
   }
 
   start(): void {
-    this.#loop ??= this.#run()
+    this.#loop ??= this.#ctx.supervisor.run('replay', () => this.#run(), () => this.#stopping, this.#stop.signal)
   }
 
   /** A job was created: look for it now rather than at the next poll. */
@@ -52,32 +58,34 @@ export class ReplayRunner {
     this.#wake = undefined
   }
 
+  /** Steps jobs; an outage waits a poll interval, anything else throws to the supervisor. */
   async #run(): Promise<void> {
-    const { storage, options } = this.#ctx
+    const { storage, options, supervisor } = this.#ctx
     const { leaseMs, pollIntervalMs, batchSize } = options.delivery
-    let job: string | undefined
     while (!this.#stopping) {
       try {
+        faultPoint('replay')
         const now = this.#ctx.now()
         const leaseUntil = new Date(now.getTime() + leaseMs)
-        if (!job) {
-          job = (await storage.claimReplayJob(this.id, now, leaseUntil))?.id
-          if (!job) await this.#pause(pollIntervalMs)
+        if (!this.#job) {
+          this.#job = (await storage.claimReplayJob(this.id, now, leaseUntil))?.id
+          supervisor.ok('replay')
+          if (!this.#job) await this.#pause(pollIntervalMs)
           continue
         }
-        const step = await storage.advanceReplayJob({ id: job, owner: this.id, now, leaseUntil, batchSize: replayBatchSize, yieldAbove: batchSize })
+        const step = await storage.advanceReplayJob({ id: this.#job, owner: this.id, now, leaseUntil, batchSize: replayBatchSize, yieldAbove: batchSize })
+        supervisor.ok('replay')
         if (step.outcome === 'handed') this.#ctx.wakeWorker()
         if (step.outcome === 'finished' || step.outcome === 'lost') {
           if (step.job) options.logger.info({ replay_id: step.job.id, tenant_id: step.job.tenant_id, destination_id: step.job.destination_id, status: step.job.status, done: step.job.done, failed: step.job.failed }, 'replay ended')
-          job = undefined
+          this.#job = undefined
           continue
         }
         // Yielding to live traffic: try again after a poll interval (bounded by the lease it must renew).
         await this.#pause(step.outcome === 'yielded' ? Math.min(pollIntervalMs, leaseMs / 3) : stepMs)
       } catch (err) {
         if (this.#stopping) break
-        const unavailable = err instanceof OutflowError && err.code === 'unavailable'
-        if (!unavailable) options.logger.error({ replay_id: job, error: errorFields(err) }, 'replay step failed')
+        if (!(err instanceof OutflowError && err.code === 'unavailable')) throw err
         await this.#pause(pollIntervalMs)
       }
     }
@@ -87,6 +95,7 @@ export class ReplayRunner {
   async close(): Promise<void> {
     if (this.#stopping) return
     this.#stopping = true
+    this.#stop.abort()
     this.wake()
     if (!this.#loop) return
     await this.#loop

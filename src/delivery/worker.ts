@@ -21,6 +21,7 @@ import { DeliveryError, closeHttpClients } from '../net/http-client.js'
 import { failureBeforeSending } from '../destinations/failure.js'
 import { startDeadline } from '../net/deadline.js'
 import { OutflowError } from '../errors.js'
+import { faultPoint } from './supervisor.js'
 
 const userAgent = 'outflow/0.1.0'
 /** How long a destination read is reused before it is read again (changes on this instance evict at once). */
@@ -94,7 +95,10 @@ export class DeliveryWorker {
   #outage?: { since: number; failures: number }
   #running = false
   #stopping = false
+  /** Ends the supervisor's pauses before restarting a loop (close()). */
+  readonly #stop = new AbortController()
   #loop?: Promise<void>
+  #leaseLoop?: Promise<void>
   #wake?: () => void
   /** wake() came while the claim loop was not asleep (claiming, renewing leases). */
   #wakeMissed = false
@@ -129,17 +133,39 @@ export class DeliveryWorker {
   start(): void {
     if (this.#running) return
     this.#running = true
-    this.#loop = this.#claimLoop()
-    // Other instances announce work they could not take themselves; the poll is only the fallback. The
-    // listener is also called when the subscription is made again after a lost connection: claiming then
-    // catches up on what was announced meanwhile.
-    this.#unlisten = this.#ctx.storage.onWork?.(() => this.wake()).catch((err: unknown) => {
-      this.#ctx.options.logger.error({ error: errorFields(err) }, 'listening for work failed; relying on polling')
-      return undefined
-    })
+    const { supervisor } = this.#ctx
+    const stopped = () => this.#stopping
+    supervisor.watch('results')
+    this.#loop = supervisor.run('claim', () => this.#claimLoop(), stopped, this.#stop.signal)
+    this.#leaseLoop = supervisor.run('leases', () => this.#renewalLoop(), stopped, this.#stop.signal)
+    this.#unlisten = this.#listen()
   }
 
   #unlisten?: Promise<(() => Promise<void>) | undefined>
+
+  /**
+   * Other instances announce work they could not take themselves; the poll is only the fallback. The
+   * listener is also called when the subscription is made again after a lost connection: claiming then
+   * catches up on what was announced meanwhile. A subscription that fails is tried again (the poll covers
+   * the meantime).
+   */
+  async #listen(): Promise<(() => Promise<void>) | undefined> {
+    const { storage, supervisor } = this.#ctx
+    if (!storage.onWork) return undefined
+    supervisor.watch('listen')
+    while (!this.#stopping) {
+      try {
+        faultPoint('listen')
+        const unlisten = await storage.onWork(() => this.wake())
+        supervisor.ok('listen')
+        return unlisten
+      } catch (err) {
+        if (this.#stopping) break
+        await sleep(supervisor.failed('listen', err), undefined, { ref: false, signal: this.#stop.signal }).catch(() => undefined)
+      }
+    }
+    return undefined
+  }
 
   /** Started and not closing. */
   get running(): boolean {
@@ -355,14 +381,10 @@ export class DeliveryWorker {
   }
 
   async #claimLoop(): Promise<void> {
-    const { batchSize, pollIntervalMs, leaseMs } = this.#ctx.options.delivery
-    let renewedAt = Date.now()
+    const { batchSize, pollIntervalMs } = this.#ctx.options.delivery
     let promotedAt = 0
     while (!this.#stopping) {
-      if (Date.now() - renewedAt > leaseMs / 3) {
-        renewedAt = Date.now()
-        await this.#renewLeases()
-      }
+      faultPoint('claim')
       // At most once a second: a safety net for a rare race, it scans every waiting delivery.
       if (Date.now() - promotedAt >= Math.max(pollIntervalMs, 1_000)) {
         promotedAt = Date.now()
@@ -381,12 +403,13 @@ export class DeliveryWorker {
           this.#storageFailed(err, 'claiming deliveries failed')
         }
       }
+      this.#ctx.supervisor.ok('claim')
       if (full || (this.#wakeMissed && room > 0)) continue
       // close() during the claim found no sleeper to wake: do not start one (the sleep is unref'd, so
       // close() would wait a whole poll interval, or the process would exit with close() unfinished).
       if (this.#stopping) break
       const woken = new Promise<void>((resolve) => (this.#wake = resolve))
-      await Promise.race([sleep(Math.min(pollIntervalMs, leaseMs / 3), undefined, { ref: false }), woken])
+      await Promise.race([sleep(pollIntervalMs, undefined, { ref: false }), woken])
       this.#wake = undefined
     }
   }
@@ -402,8 +425,19 @@ export class DeliveryWorker {
 
   /**
    * Deliveries can wait in memory behind a slow destination; keep their leases alive so no other
-   * instance takes them meanwhile (which would deliver them twice).
+   * instance takes them meanwhile (which would deliver them twice): renewed every third of a lease.
    */
+  async #renewalLoop(): Promise<void> {
+    const { leaseMs } = this.#ctx.options.delivery
+    while (!this.#stopping) {
+      await sleep(leaseMs / 3, undefined, { ref: false, signal: this.#stop.signal }).catch(() => undefined)
+      if (this.#stopping) break
+      faultPoint('leases')
+      await this.#renewLeases()
+      this.#ctx.supervisor.ok('leases')
+    }
+  }
+
   async #renewLeases(): Promise<void> {
     if (this.#held.size === 0) return
     try {
@@ -596,10 +630,27 @@ export class DeliveryWorker {
       })
       this.#gathered = undefined
       while (this.#writes.length > 0) {
-        if (await this.#writeBatch(this.#writes.splice(0, writeBatch))) continue
-        // Storage is unavailable: the results wait (their deliveries stay held, so this worker does not
-        // attempt them again) and are written once it answers.
-        const delay = Math.min(maxWriteRetryMs, writeRetryMs * 2 ** (this.#writeFailures - 1))
+        const batch = this.#writes.splice(0, writeBatch)
+        let delay: number
+        try {
+          faultPoint('results')
+          if (await this.#writeBatch(batch)) {
+            this.#ctx.supervisor.ok('results')
+            continue
+          }
+          // Storage is unavailable: the results wait (their deliveries stay held, so this worker does not
+          // attempt them again) and are written once it answers.
+          delay = Math.min(maxWriteRetryMs, writeRetryMs * 2 ** (this.#writeFailures - 1))
+        } catch (err) {
+          // Unexpected (a bug): the batch waits at the head of the queue and is written again after a pause.
+          // Closing, it is given up: its leases are released, so the deliveries are attempted again.
+          if (this.#stopping) {
+            this.#ctx.options.logger.error({ count: batch.length, error: errorFields(err) }, 'recording attempts failed while closing')
+            continue
+          }
+          this.#writes.unshift(...batch)
+          delay = this.#ctx.supervisor.failed('results', err)
+        }
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delay)
           this.#retryWrites = () => (clearTimeout(timer), resolve())
@@ -677,10 +728,12 @@ export class DeliveryWorker {
   async close(): Promise<void> {
     if (this.#stopping) return
     this.#stopping = true
+    this.#stop.abort()
     clearTimeout(this.#retryTimer)
     clearInterval(this.#loopTimer)
     this.wake()
     await this.#loop
+    await this.#leaseLoop
     await (await this.#unlisten)?.().catch(() => undefined)
     // Attempts already running may finish; queued ones are not started.
     for (const q of this.#perDestination.values()) q.clear()

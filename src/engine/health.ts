@@ -1,3 +1,4 @@
+import type { Supervisor } from '../delivery/supervisor.js'
 import { errorFields } from '../logger.js'
 import type { HealthReport } from '../model/health.js'
 import type { EngineContext } from './context.js'
@@ -14,10 +15,16 @@ function withDeadline<T>(work: Promise<T>): Promise<T> {
 }
 
 /**
- * Check storage (the queue figures, or a bare round trip when `queue` is false) and report the worker.
- * Never throws: an unreachable storage is a report with `status: 'unavailable'`.
+ * Check storage (the queue figures, or a bare round trip when `queue` is false) and report the worker and
+ * the supervised loops. Never throws: an unreachable storage is a report with `status: 'unavailable'`, a
+ * failed loop one with `status: 'unhealthy'`.
  */
-export async function checkHealth(ctx: EngineContext, worker: { enabled: boolean; running: boolean }, { queue = true }: { queue?: boolean } = {}): Promise<HealthReport> {
+export async function checkHealth(
+  ctx: EngineContext,
+  worker: { enabled: boolean; running: boolean },
+  supervisor: Supervisor,
+  { queue = true }: { queue?: boolean } = {},
+): Promise<HealthReport> {
   const storage: HealthReport['storage'] = { dialect: ctx.storage.dialect, reachable: true }
   let figures: HealthReport['queue'] = null
   try {
@@ -33,5 +40,6 @@ export async function checkHealth(ctx: EngineContext, worker: { enabled: boolean
     storage.error = errorFields(err).message
     ctx.options.logger.error({ error: errorFields(err) }, 'health check: storage unreachable')
   }
-  return { status: storage.reachable ? 'ok' : 'unavailable', storage, queue: figures, worker }
+  const status = !storage.reachable ? 'unavailable' : supervisor.failedLoops().length > 0 ? 'unhealthy' : 'ok'
+  return { status, storage, queue: figures, worker, loops: supervisor.report() }
 }

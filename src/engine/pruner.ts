@@ -1,3 +1,5 @@
+import { faultPoint, type Supervisor } from '../delivery/supervisor.js'
+import { OutflowError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { Storage } from '../storage/storage.js'
 
@@ -17,6 +19,8 @@ export interface PrunerOptions {
   /** Whether the engine has live work (deliveries in flight, recent publishes): the pruner then paces itself. */
   busy?: () => boolean
   logger: Logger
+  /** Schedules the next pass sooner, with backoff, after a pass threw something other than a storage outage. */
+  supervisor?: Supervisor
   now(): Date
 }
 
@@ -49,6 +53,7 @@ export class Pruner {
 
   /** Start the loop; its first pass runs at once. */
   start(): void {
+    this.#options.supervisor?.watch('prune')
     this.#schedule(0)
   }
 
@@ -59,15 +64,19 @@ export class Pruner {
   }
 
   async #tick(): Promise<void> {
+    const { logger, supervisor, intervalMs } = this.#options
     try {
+      faultPoint('prune')
       const started = performance.now()
       const result = await this.prune()
-      if (result.events > 0)
-        this.#options.logger.info({ ...result, duration_ms: Math.round(performance.now() - started) }, 'retention: pruned old events')
+      supervisor?.ok('prune')
+      if (result.events > 0) logger.info({ ...result, duration_ms: Math.round(performance.now() - started) }, 'retention: pruned old events')
     } catch (err) {
-      this.#options.logger.error({ error: (err as Error).message }, 'retention: pruning failed')
+      // Storage unavailable: the next pass, as usual. Anything else: again after the supervisor's pause.
+      if (supervisor && !(err instanceof OutflowError && err.code === 'unavailable')) return this.#schedule(supervisor.failed('prune', err))
+      logger.error({ error: (err as Error).message }, 'retention: pruning failed')
     }
-    this.#schedule(this.#options.intervalMs)
+    this.#schedule(intervalMs)
   }
 
   /** One pass now (or the pass already running). */

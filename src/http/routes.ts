@@ -325,7 +325,7 @@ export const routes: RouteSpec[] = [
     params: {}, query: HealthQuerySchema,
     responses: [
       { status: 200, description: 'Storage answers. `{ status: "ok" }` for load balancers; the full report with `details=1` (admin key)', schema: v.union([HealthSchema, HealthReportSchema]) },
-      { status: 503, description: 'Storage is unreachable', schema: v.union([HealthSchema, HealthReportSchema]) },
+      { status: 503, description: 'Storage is unreachable (`unavailable`), or a loop of the engine failed (`unhealthy`, naming it)', schema: v.union([HealthSchema, HealthReportSchema]) },
     ],
     errors: [
       { status: 401, description: 'details=1 without credentials' },
@@ -337,8 +337,9 @@ export const routes: RouteSpec[] = [
         const report = await outflow.health()
         return new Reply(report.status === 'ok' ? 200 : 503, report)
       }
-      const { status } = await outflow.health({ queue: false })
-      return new Reply(status === 'ok' ? 200 : 503, { status })
+      const { status, loops } = await outflow.health({ queue: false })
+      const failed = loops.filter((l) => l.status === 'failed').map((l) => l.name)
+      return new Reply(status === 'ok' ? 200 : 503, status === 'unhealthy' ? { status, failed_loops: failed } : { status })
     },
   },
   {

@@ -2,6 +2,7 @@ import * as v from 'valibot'
 import { IdSchema, JsonObjectSchema } from '../model/common.js'
 import { DestinationSchema } from '../model/destination.js'
 import { EventSchema } from '../model/event.js'
+import { LoopNameSchema } from '../model/health.js'
 import { RecoverySchema } from '../model/replay.js'
 import { PaginationSchema } from '../model/pagination.js'
 import { TenantSchema } from '../model/tenant.js'
@@ -23,8 +24,11 @@ export const EventPageSchema = v.object({ models: v.array(EventSchema), paginati
 export const SuccessSchema = v.object({ success: v.boolean() })
 export const PortalRedirectSchema = v.object({ redirect_url: v.pipe(v.string(), v.url()), tenant_id: v.string() })
 export const TenantTokenSchema = v.object({ token: v.string(), tenant_id: v.string() })
-/** `GET /healthz` without details: `ok`, or `unavailable` (503) when storage does not answer. */
-export const HealthSchema = v.object({ status: v.picklist(['ok', 'unavailable']) })
+/**
+ * `GET /healthz` without details: `ok`; `unavailable` (503) when storage does not answer; `unhealthy` (503)
+ * when a loop of the engine has failed, with `failed_loops` naming them.
+ */
+export const HealthSchema = v.object({ status: v.picklist(['ok', 'unavailable', 'unhealthy']), failed_loops: v.optional(v.array(LoopNameSchema)) })
 
 /** Every error body: `{ status, message, data? }`, `data` mapping a field or parameter to what is wrong. */
 export const ErrorBodySchema = v.object({

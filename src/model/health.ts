@@ -1,9 +1,29 @@
 import * as v from 'valibot'
 
+/** The engine's loops, as the supervisor names them (src/delivery/supervisor.ts). */
+export const LoopNameSchema = v.picklist(['claim', 'leases', 'results', 'listen', 'replay', 'prune'])
+
+/** One supervised loop: `restarting` after it threw, `failed` after it threw `supervisor.restarts` times in a row. */
+export const LoopHealthSchema = v.object({
+  name: LoopNameSchema,
+  status: v.picklist(['running', 'restarting', 'failed']),
+  /** Restarts since the engine started. */
+  restarts: v.number(),
+  /** The last error, while restarting or failed. */
+  error: v.optional(v.string()),
+  /** When the current run of failures began, while restarting or failed. */
+  since: v.optional(v.string()),
+})
+export type LoopName = v.InferOutput<typeof LoopNameSchema>
+export type LoopHealth = v.InferOutput<typeof LoopHealthSchema>
+
 /** `outflow.health()` and `GET /healthz?details=1`: what an operator checks first. */
 export const HealthReportSchema = v.object({
-  /** `unavailable` when storage did not answer (the HTTP route then answers 503). */
-  status: v.picklist(['ok', 'unavailable']),
+  /**
+   * `unavailable` when storage did not answer; `unhealthy` when storage answers but a loop has failed
+   * (`loops` says which). The HTTP route answers 503 for both.
+   */
+  status: v.picklist(['ok', 'unavailable', 'unhealthy']),
   storage: v.object({
     dialect: v.picklist(['sqlite', 'postgres']),
     reachable: v.boolean(),
@@ -25,6 +45,8 @@ export const HealthReportSchema = v.object({
     /** Started and not closing. */
     running: v.boolean(),
   }),
+  /** The loops this process runs (the worker's only when it runs), each with its state. */
+  loops: v.array(LoopHealthSchema),
 })
 export type HealthReport = v.InferOutput<typeof HealthReportSchema>
 

@@ -18,6 +18,7 @@ for (const kind of engineKinds()) {
         storage: { dialect: outflow.storage.dialect, reachable: true },
         queue: { depth: 0, oldest_due_age_seconds: null },
         worker: { enabled: true, running: true },
+        loops: expect.arrayContaining([{ name: 'claim', status: 'running', restarts: 0 }, { name: 'results', status: 'running', restarts: 0 }]),
       })
       expect(await outflow.health({ queue: false })).toMatchObject({ status: 'ok', queue: null })
     })
