@@ -13,6 +13,7 @@ import { reportOutcomes } from './alerts.js'
 import type { DeliveryContext } from './context.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { ClaimWindow } from './claim-window.js'
+import { ReplayAdmission } from './replay-admission.js'
 import { RateLimiter } from './rate-limiter.js'
 import { retryPolicy } from './retry-schedule.js'
 import { logAttempt } from './attempt-log.js'
@@ -36,29 +37,6 @@ const maxWriteRetryMs = 2_000
 
 /** Storage did not answer or lost its connection (Postgres restarting, paused, unreachable): worth trying again. */
 const isUnavailable = (err: unknown) => err instanceof OutflowError && err.code === 'unavailable'
-/** Live traffic counts as active this long after its last delivery was taken in. */
-const liveQuietMs = 1_000
-/** While live traffic is active, a replay holds at most this share of the global slots (at least one). */
-const replayShareWhileLive = 1 / 25
-/**
- * ...and starts no attempt while the event loop was busy more than this share of the last sample. On SQLite
- * live traffic alone keeps the loop about half busy at 500 publishes/s (each commit's fsync runs on it):
- * at 0.5 a replay beside it re-sent nothing in 20 s; at 0.8 it re-sent 550/s with the live p99 at 11 ms.
- */
-const replayLoopBudget = 0.8
-const loopSampleMs = 50
-/**
- * ...and none within replayLateHoldMs of a fresh local publish reaching its attempt late: more than
- * replayLateFactor times the quickest such wait of the last one or two replayLateWindowMs (what this
- * database's commits take when nothing competes; at least replayLateMs), from its event's creation to its
- * attempt's start, the commit included. The database is what a replay shares with live traffic then (on
- * Postgres another process, whose load the event loop does not show).
- */
-const replayLateMs = 10
-const replayLateFactor = 3
-const replayLateWindowMs = 5_000
-const replayLateHoldMs = 250
-
 const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${destinationId}`
 
 /** A leased delivery in this worker's queues; a local publish's carry its span context in memory. */
@@ -104,20 +82,13 @@ export class DeliveryWorker {
   #wakeMissed = false
   #retryTimer?: NodeJS.Timeout
   #retryAt = Infinity
-  /** Held deliveries not handed out by a replay, and when the last one was taken in. */
-  #liveHeld = 0
-  #liveAt = 0
-  /** When a fresh local publish last reached its attempt late (see replayLateMs). */
-  #liveLateAt = 0
-  /** The quickest wait of a fresh local publish for its attempt in this window and the one before. */
-  #liveWait = { at: 0, quickest: Infinity, before: Infinity }
-  /** Replayed deliveries waiting for a replay slot, and the ids of those past it (queued or being attempted). */
+  /** When a replayed delivery may start, from what live deliveries do. */
+  readonly #admission: ReplayAdmission
+  /** Replayed deliveries waiting to be admitted, and the ids of those past it (queued or being attempted). */
   readonly #replayWaiting: QueuedDelivery[] = []
   readonly #replayAdmitted = new Set<string>()
-  readonly #replaySlotsWhileLive: number
-  /** The event loop's busy share over the last loopSampleMs, sampled while replayed deliveries are held. */
-  #loopBusy = 0
-  #loopTimer?: NodeJS.Timeout
+  /** Admits the next replayed delivery when the admission's rate allows one. */
+  #replayTimer?: NodeJS.Timeout
 
   constructor(ctx: DeliveryContext) {
     this.#ctx = ctx
@@ -127,7 +98,7 @@ export class DeliveryWorker {
     // Deliveries waiting in memory: enough to keep every slot busy between claims, bounded for memory.
     this.#maxHeld = Math.max(concurrency * 100, batchSize * 10)
     this.#limiter = new RateLimiter(ctx.storage, ctx.now)
-    this.#replaySlotsWhileLive = Math.max(1, Math.floor(concurrency * replayShareWhileLive))
+    this.#admission = new ReplayAdmission(concurrency)
   }
 
   start(): void {
@@ -192,8 +163,7 @@ export class DeliveryWorker {
         this.#replayWaiting.push(d)
         continue
       }
-      this.#liveHeld++
-      this.#liveAt = Date.now()
+      this.#admission.liveTaken()
       this.#queue(d)
     }
     this.#admitReplays()
@@ -220,48 +190,30 @@ export class DeliveryWorker {
   }
 
   /**
-   * Replays yield to live traffic. While live deliveries are held or were taken in within the last second, a
-   * replay's attempts take at most a small share of the slots (replayShareWhileLive), and none start while
-   * the event loop was busier than replayLoopBudget in the last sample: each replayed attempt costs the event loop,
-   * the connection and the database what a live one does, so a replay at full speed makes every live
-   * delivery wait behind its callbacks, and against a fast receiver even two slots can keep the loop busy.
-   * Otherwise it has every slot. Replayed deliveries wait here, before their destination's queue, so live
-   * deliveries to the same destination never queue behind them.
+   * Replays yield to live traffic, as ReplayAdmission decides (a share of the slots and a rate that follows
+   * the live deliveries' latency while they flow; everything otherwise). Replayed deliveries wait here,
+   * before their destination's queue, so live deliveries to the same destination never queue behind them.
    */
   #admitReplays(): void {
-    if (this.#replayWaiting.length === 0) return
-    this.#sampleLoop()
-    const slots = this.#replaySlots()
-    while (this.#replayWaiting.length > 0 && this.#replayAdmitted.size < slots) {
-      const d = this.#replayWaiting.shift()!
+    clearTimeout(this.#replayTimer)
+    this.#replayTimer = undefined
+    while (this.#replayWaiting.length > 0 && this.#replayAdmitted.size < this.#admission.slots()) {
+      const d = this.#replayWaiting[0]!
       // Released meanwhile (close()): nothing to attempt.
-      if (this.#held.get(d.id) !== d || this.#stopping) continue
+      if (this.#held.get(d.id) !== d || this.#stopping) {
+        this.#replayWaiting.shift()
+        continue
+      }
+      const wait = this.#admission.take()
+      if (wait > 0) {
+        this.#replayTimer = setTimeout(() => this.#admitReplays(), wait)
+        this.#replayTimer.unref()
+        return
+      }
+      this.#replayWaiting.shift()
       this.#replayAdmitted.add(d.id)
       this.#queue(d)
     }
-  }
-
-  #replaySlots(): number {
-    const live = this.#liveHeld > 0 || Date.now() - this.#liveAt < liveQuietMs
-    if (!live) return this.#ctx.options.delivery.concurrency
-    if (this.#loopBusy > replayLoopBudget || Date.now() - this.#liveLateAt < replayLateHoldMs) return 0
-    return this.#replaySlotsWhileLive
-  }
-
-  /** Samples the event loop's busy share while replayed deliveries wait, and admits them as it allows. */
-  #sampleLoop(): void {
-    if (this.#loopTimer) return
-    let mark = performance.eventLoopUtilization()
-    this.#loopTimer = setInterval(() => {
-      const now = performance.eventLoopUtilization()
-      this.#loopBusy = performance.eventLoopUtilization(now, mark).utilization
-      mark = now
-      if (this.#replayWaiting.length > 0 && !this.#stopping) return this.#admitReplays()
-      clearInterval(this.#loopTimer)
-      this.#loopTimer = undefined
-      this.#loopBusy = 0
-    }, loopSampleMs)
-    this.#loopTimer.unref()
   }
 
   /** A held delivery leaves this worker (its result was written, it was released, or it is queued again later). */
@@ -269,7 +221,7 @@ export class DeliveryWorker {
     const d = this.#held.get(id)
     if (!d) return
     this.#held.delete(id)
-    if (!d.replay) this.#liveHeld--
+    if (!d.replay) this.#admission.liveDone()
     else this.#replayEnded(id)
   }
 
@@ -345,19 +297,9 @@ export class DeliveryWorker {
     await Promise.all(running)
   }
 
-  /** A fresh local publish starts its attempt: keep the quickest wait, and note when this one was late (see replayLateMs). */
-  #liveWaited(createdAt: number): void {
-    const now = Date.now()
-    const waited = now - createdAt
-    const w = this.#liveWait
-    if (now - w.at > replayLateWindowMs) Object.assign(w, { at: now, quickest: Infinity, before: w.quickest })
-    w.quickest = Math.min(w.quickest, waited)
-    if (waited > Math.max(replayLateMs, replayLateFactor * Math.min(w.quickest, w.before))) this.#liveLateAt = now
-  }
-
   #start(d: ClaimedDelivery): Promise<void> {
     // A local publish's first attempt (claimed ones carry due_at, and their wait is the claim's poll).
-    if (!d.replay && d.due_at === undefined && d.attempt_count === 0) this.#liveWaited(d.event.created_at.getTime())
+    if (!d.replay && d.due_at === undefined && d.attempt_count === 0) this.#admission.liveStarted(Date.now() - d.event.created_at.getTime())
     if (this.#dropped.has(d.id)) {
       this.#release([d.id])
       return Promise.resolve()
@@ -730,7 +672,7 @@ export class DeliveryWorker {
     this.#stopping = true
     this.#stop.abort()
     clearTimeout(this.#retryTimer)
-    clearInterval(this.#loopTimer)
+    clearTimeout(this.#replayTimer)
     this.wake()
     await this.#loop
     await this.#leaseLoop

@@ -245,7 +245,7 @@ for (const kind of engineKinds()) {
       const beside = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
       expect(await finished(d.id, beside.id)).toMatchObject({ status: 'completed', done: 30 })
       await stopPump()
-      // concurrency 50: at most 2 slots for the replay beside live traffic (fewer while the event loop is busy).
+      // concurrency 50: at most 2 slots for the replay beside live traffic.
       expect(peak.get('/slow-share')).toBeLessThanOrEqual(2)
       expect(receiver.on('/slow-share')).toHaveLength(60)
       // Live traffic stopped a second ago: the replay takes the destination's 20 slots.
@@ -260,25 +260,28 @@ for (const kind of engineKinds()) {
       expect(await finished(d.id, alone.id)).toMatchObject({ status: 'completed', done: 30 })
     })
 
-    it('beside live traffic, a replay starts no attempt while the event loop is more than four-fifths busy', async () => {
+    it('beside live deliveries that start late (a busy event loop), a replay starts at most 5 a second, and finishes', async () => {
       const d = await hook('/slow-busy', ['t12.old'])
       await hook('/live-busy', ['t12.live'])
       await outflow.publishMany(Array.from({ length: 20 }, () => ({ tenant_id: T, topic: 't12.old', data: {} })))
       await waitFor(async () => (await outflow.listEvents(T, { destination_id: d.id, status: 'success', limit: 100 })).models.length === 20, 10_000, 'the first deliveries recorded')
       const stopPump = pumpLive(outflow, T, 't12.live', 50)
-      // The event loop busy 45 ms of every 50.
+      // Live deliveries on time first (what a publish takes here), then the event loop busy 45 ms at a time.
+      const live = receiver.on('/live-busy').length
+      await waitFor(() => receiver.on('/live-busy').length >= live + 5, 10_000, 'live deliveries on time')
       const spinner = setInterval(() => {
         const until = performance.now() + 45
         while (performance.now() < until);
       }, 10)
       try {
-        await new Promise((resolve) => setTimeout(resolve, 200))
+        await new Promise((resolve) => setTimeout(resolve, 300))
         const before = receiver.on('/slow-busy').length
         const job = await outflow.replayDestination(T, d.id, { since: iso(Date.now() - day), status: 'success' })
         await waitFor(() => steps.some((s) => s.request.id === job.id && s.step.outcome === 'handed'), 10_000, 'the batch handed out')
+        const handed = receiver.on('/slow-busy').length
         await new Promise((resolve) => setTimeout(resolve, 1_500))
-        // The first sample of the loop is taken when the batch arrives: up to 2 may start before it.
-        expect(receiver.on('/slow-busy').length - before).toBeLessThanOrEqual(2)
+        // At most one start at once, then 5 a second: 8.5 in 1.5 s (1 more for the moment the batch came).
+        expect(receiver.on('/slow-busy').length - handed).toBeLessThanOrEqual(10)
         clearInterval(spinner)
         expect(await finished(d.id, job.id)).toMatchObject({ status: 'completed', done: 20 })
         expect(receiver.on('/slow-busy').length - before).toBe(20)
@@ -358,7 +361,8 @@ for (const kind of engineKinds()) {
 }
 
 // The database is what a replay shares with live traffic that the event loop does not show (on Postgres another
-// process): while fresh publishes reach their attempt late, a replay starts nothing.
+// process): while fresh publishes reach their attempt late, a replay runs at its floor rate. (That steady slow
+// commits are not late, measured against what publishes take here, is a rule of test/delivery/replay-admission.test.ts.)
 for (const kind of engineKinds()) {
   describe.runIf(kind.available)(`replay beside slow publishes: ${kind.name}`, () => {
     let outflow: Outflow
@@ -367,7 +371,7 @@ for (const kind of engineKinds()) {
     let slowPublishMs = 0
     const T = 'slow-publishes'
     beforeAll(async () => {
-      // The replayed destination answers after 100 ms: alone, the replay's 2 slots would send its 20 in a second.
+      // The replayed destination answers after 100 ms: at 2 slots beside live traffic, 20 a second without the rate.
       receiver = await startReceiver((r) => (r.path.startsWith('/old') ? { until: new Promise((resolve) => setTimeout(resolve, 100)) } : {}))
       const storage = await kind.openStorage()
       const insert = storage.insertEvents.bind(storage)
@@ -386,23 +390,24 @@ for (const kind of engineKinds()) {
       await receiver.close()
     })
 
-    it('starts no replayed attempt while fresh publishes reach their attempts more than 10 ms late, and finishes after', async () => {
+    it('starts at most 5 replayed attempts a second while fresh publishes reach their attempts late, and finishes after', async () => {
       const old = await outflow.createDestination(T, { type: 'webhook', topics: ['old'], config: { url: `${receiver.url}/old` } })
       await outflow.createDestination(T, { type: 'webhook', topics: ['live'], config: { url: `${receiver.url}/live` } })
       await outflow.publishMany(Array.from({ length: 20 }, () => ({ tenant_id: T, topic: 'old', data: {} })))
       await waitFor(async () => (await outflow.listEvents(T, { destination_id: old.id, status: 'success', limit: 100 })).models.length === 20, 10_000, 'the first deliveries recorded')
       const stopPump = pumpLive(outflow, T, 'live', 20)
       try {
-        // Publishes as quick as this database is, then 30 ms slower.
+        // Publishes as quick as this database is, then 100 ms slower (late even when a busy machine makes every commit slow).
         await waitFor(() => receiver.on('/live').length >= 5, 10_000, 'live deliveries')
-        slowPublishMs = 30
+        slowPublishMs = 100
         await waitFor(() => receiver.on('/live').length >= 8, 10_000, 'slow live deliveries')
         const before = receiver.on('/old').length
         const job = await outflow.replayDestination(T, old.id, { since: iso(Date.now() - day), status: 'success' })
+        const liveBefore = receiver.on('/live').length
         await new Promise((resolve) => setTimeout(resolve, 1_500))
-        // The first live publish after the batch arrived may let one or two start before it is seen late.
-        expect(receiver.on('/old').length - before).toBeLessThanOrEqual(2)
-        expect(receiver.on('/live').length).toBeGreaterThan(30)
+        // Late publishes took the rate from 20/s to its floor of 5/s before the replay came: 8.5 in 1.5 s at most.
+        expect(receiver.on('/old').length - before).toBeLessThanOrEqual(10)
+        expect(receiver.on('/live').length).toBeGreaterThan(liveBefore)
         await stopPump()
         slowPublishMs = 0
         const done = await replayEnded(outflow, T, old.id, job.id, 15_000, 'the replay')
@@ -413,25 +418,5 @@ for (const kind of engineKinds()) {
         await stopPump()
       }
     })
-
-    it('measures late against what publishes take here: when every commit is that slow, a replay beside them goes on', async () => {
-      const old = await outflow.createDestination(T, { type: 'webhook', topics: ['old2'], config: { url: `${receiver.url}/old2` } })
-      await outflow.createDestination(T, { type: 'webhook', topics: ['live2'], config: { url: `${receiver.url}/live2` } })
-      await outflow.publishMany(Array.from({ length: 10 }, () => ({ tenant_id: T, topic: 'old2', data: {} })))
-      await waitFor(async () => (await outflow.listEvents(T, { destination_id: old.id, status: 'success', limit: 100 })).models.length === 10, 10_000, 'the first deliveries recorded')
-      slowPublishMs = 30
-      const stopPump = pumpLive(outflow, T, 'live2', 20)
-      try {
-        // Two windows (5 s each) of slow publishes only: 30 ms is what a publish takes on this database now.
-        await new Promise((resolve) => setTimeout(resolve, 10_500))
-        const job = await outflow.replayDestination(T, old.id, { since: iso(Date.now() - day), status: 'success' })
-        const done = await replayEnded(outflow, T, old.id, job.id, 10_000, 'the replay beside live traffic')
-        expect(done).toMatchObject({ status: 'completed', done: 10 })
-        expect(receiver.on('/live2').length).toBeGreaterThan(150)
-      } finally {
-        slowPublishMs = 0
-        await stopPump()
-      }
-    }, 30_000)
   })
 }
