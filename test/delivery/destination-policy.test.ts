@@ -13,6 +13,8 @@ for (const kind of engineKinds()) {
     let outflow: Outflow
     let receiver: Awaited<ReturnType<typeof startReceiver>>
     const recorded: AttemptWrite[] = []
+    /** While set, a batch of attempt results with one for this destination waits for it (a retry is scheduled by its write). */
+    let holdWrites: { destinationId: string; until: Promise<void> } | undefined
     const T = 'policy'
     beforeAll(async () => {
       receiver = await startReceiver((r) => {
@@ -22,7 +24,14 @@ for (const kind of engineKinds()) {
       })
       const storage = await kind.openStorage()
       const recordAttempts = storage.recordAttempts.bind(storage)
-      const tapped = { ...storage, recordAttempts: (writes: AttemptWrite[]) => (recorded.push(...writes), recordAttempts(writes)) }
+      const tapped = {
+        ...storage,
+        recordAttempts: async (writes: AttemptWrite[]) => {
+          recorded.push(...writes)
+          if (holdWrites && writes.some((w) => w.attempt.destination_id === holdWrites!.destinationId)) await holdWrites.until
+          return recordAttempts(writes)
+        },
+      }
       // Engine defaults: three retries 60/120/180 ms apart without jitter, a 10 s timeout.
       outflow = await kind.create({ storage: tapped, delivery: { pollIntervalMs: 50, retry: { schedule: [60, 120, 180], jitter: 0 }, timeoutMs: 10_000 } })
       await outflow.upsertTenant(T, {})
@@ -78,9 +87,14 @@ for (const kind of engineKinds()) {
 
     it('applies a changed policy to the next attempt', async () => {
       const d = await hook('/fail-changed', { max_attempts: 10, schedule: [300] })
+      // The first result is written only after the change: its retry cannot start before it, however slow the machine.
+      let release = () => {}
+      holdWrites = { destinationId: d.id, until: new Promise<void>((resolve) => (release = resolve)) }
       const { id } = await outflow.publish({ tenant_id: T, topic: 'a', data: {} })
       await waitFor(() => writesOf(id, d.id).length === 1, 10_000, 'the first attempt')
       await outflow.updateDestination(T, d.id, { delivery: { max_attempts: 2 } })
+      holdWrites = undefined
+      release()
       await waitFor(() => writesOf(id, d.id).at(-1)?.delivery.status === 'failed', 10_000, 'the last attempt')
       expect(writesOf(id, d.id).map((w) => w.attempt.attempt_number)).toEqual([1, 2])
     })

@@ -58,9 +58,11 @@ for (const kind of engineKinds()) {
     it('attempts each key strictly in publish order through retries, keys in parallel', async () => {
       await fifo('/ordered', 'o')
       const keys = ['a', 'b', 'c', 'd']
-      const events = Array.from({ length: 200 }, (_, n) => ({ tenant_id: T, topic: 'o', data: { key: keys[n % 4]!, n } }))
+      // 25 a key, one after the other (each waits for the one before to be written): what a loaded machine
+      // stretches, so the bound is generous and the count small (200 took over 30 s at load 10 on 2 cores).
+      const events = Array.from({ length: 100 }, (_, n) => ({ tenant_id: T, topic: 'o', data: { key: keys[n % 4]!, n } }))
       for (let i = 0; i < events.length; i += 50) await outflow.publishMany(events.slice(i, i + 50))
-      await waitFor(() => new Set(at('/ordered').filter((r) => r.ok).map((r) => r.n)).size === 200, 30_000, 'every event delivered')
+      await waitFor(() => new Set(at('/ordered').filter((r) => r.ok).map((r) => r.n)).size === 100, 90_000, 'every event delivered')
       for (const key of keys) {
         const attempts = at('/ordered').filter((r) => r.key === key).map((r) => r.n)
         // Never an attempt of a later event before the earlier one succeeded: the attempts run in order,
@@ -69,8 +71,8 @@ for (const kind of engineKinds()) {
         expect(new Set(attempts)).toEqual(new Set(events.filter((e) => e.data.key === key).map((e) => e.data.n)))
       }
       // The retries happened (every fifth event failed once), so the order held through them.
-      expect(at('/ordered').filter((r) => !r.ok).length).toBe(40)
-    })
+      expect(at('/ordered').filter((r) => !r.ok).length).toBe(20)
+    }, 120_000)
 
     it('goes on after an exhausted delivery by default (skip)', async () => {
       const d = await fifo('/skip', 's', { max_attempts: 2 })
