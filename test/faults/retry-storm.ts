@@ -12,7 +12,10 @@ export interface StormOptions {
   name: string
   /** Events published (one delivery each). */
   deliveries: number
-  /** The receiver answers 503 until this long after the workers started, ms. */
+  /**
+   * The receiver answers 503 until this long after its first request, ms, and to every event's first
+   * request (so every delivery fails once, however slowly a loaded machine starts the workers).
+   */
   outageMs: number
   /** Its 503s carry `Retry-After: <seconds>`. */
   retryAfterS: number
@@ -50,10 +53,18 @@ export interface StormResult {
 
 export async function runRetryStorm(target: ScenarioTarget, options: StormOptions): Promise<StormResult> {
   let outageEnds = Infinity
+  const refused = new Set<string>()
   const ok = new Map<string, number>()
   const receiver = await startReceiver((r) => {
-    if (Date.now() < outageEnds) return { status: 503, headers: { 'retry-after': String(options.retryAfterS) } }
     const id = String(r.headers['webhook-id'])
+    if (outageEnds === Infinity) outageEnds = Date.now() + options.outageMs
+    const first = !refused.has(id) && !ok.has(id)
+    if (Date.now() < outageEnds || first) {
+      refused.add(id)
+      // The outage lasts until every event met it (a first request after the window extends it).
+      if (first) outageEnds = Math.max(outageEnds, Date.now())
+      return { status: 503, headers: { 'retry-after': String(options.retryAfterS) } }
+    }
     ok.set(id, (ok.get(id) ?? 0) + 1)
     return { status: 200 }
   })
@@ -76,7 +87,6 @@ export async function runRetryStorm(target: ScenarioTarget, options: StormOption
     }
     await Promise.all(Array.from({ length: options.publishConcurrency }, (_, p) => publisher(p)))
     engines.push(...(await startEngines(target.url, options.engines, { autoDisable: false, ...options.engine })))
-    outageEnds = Date.now() + options.outageMs
 
     // The scheduled retries, read before they fall due (all but the slowest deliveries are still waiting).
     await waitFor(async () => Number((await target.query<{ n: number }>(`select count(distinct event_id) as n from attempts`))[0]!.n) >= ids.length, options.drainMs, 'the first attempts recorded')

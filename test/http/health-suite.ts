@@ -12,7 +12,7 @@ export function describeHealth(ctx: SuiteContext): void {
       }
     })
 
-    it('with details=1 reports storage, queue and worker to the admin key only', async () => {
+    it('with details=1 reports storage, queue, worker and loops to the admin key only', async () => {
       const res = await ctx.api('GET', '/healthz?details=1')
       expect(res.status).toBe(200)
       expect(res.body).toEqual({
@@ -20,6 +20,7 @@ export function describeHealth(ctx: SuiteContext): void {
         storage: { dialect: ctx.outflow.storage.dialect, reachable: true },
         queue: { depth: expect.any(Number), oldest_due_age_seconds: expect.toBeOneOf([null, expect.any(Number)]) },
         worker: { enabled: true, running: true },
+        loops: expect.arrayContaining([{ name: 'claim', status: 'running', restarts: 0 }, { name: 'results', status: 'running', restarts: 0 }]),
       })
       expect((await ctx.api('GET', '/healthz?details=true')).body.storage.reachable).toBe(true)
       expect((await ctx.api('GET', '/healthz?details=1', { as: null })).status).toBe(401)
