@@ -98,6 +98,13 @@ describe('matchSegments', () => {
     for (const p of words(['*', 'a', 'b'], 4)) for (const t of topics) expect(matchSegments(p, t), `${p.join('.')} ~ ${t.join('.')}`).toBe(reference(p.join('.'), t.join('.')))
   })
 
+  it('does not let a wildcard row start from a cell of two rows back', () => {
+    // The rows alternate between two buffers: a `*` row must clear the cell before its band, left over from row i - 2.
+    expect(matchSegments('*.a.*.a.*'.split('.'), 'a.b.a.a.b.a'.split('.'))).toBe(false)
+    expect(reference('*.a.*.a.*', 'a.b.a.a.b.a')).toBe(false)
+    expect(matchSegments('*.a.*.a.*'.split('.'), 'a.b.a.b.a.b'.split('.'))).toBe(true)
+  })
+
   it('counts exactly the cells of the band a match can use: one row per pattern segment, stopping at the first empty row', () => {
     const steps = (p: string, t: string) => {
       const meter = { steps: 0 }
