@@ -13,7 +13,7 @@ export default {
   // The machine has 2 cores and is shared; OUTFLOW_MUTATION_CONCURRENCY raises it where there are more.
   concurrency: Number(process.env.OUTFLOW_MUTATION_CONCURRENCY ?? 1),
   timeoutMS: 10_000,
-  reporters: ['json', 'html', 'clear-text'],
+  reporters: ['json', 'html', 'clear-text', 'progress-append-only'],
   jsonReporter: { fileName: `${reportDir}/mutation.json` },
   htmlReporter: { fileName: `${reportDir}/index.html` },
   clearTextReporter: { allowColor: false, logTests: false, reportTests: false, reportMutants: false, reportScoreTable: true },

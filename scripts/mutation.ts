@@ -26,7 +26,7 @@ for (const module of modules) {
   console.log(`\n== ${module.name}: ${module.mutate.join(', ')}`)
   const run = spawnSync('node_modules/.bin/stryker', ['run', 'stryker.config.mjs', '--mutate', module.mutate.join(',')], {
     stdio: 'inherit',
-    env: { ...process.env, OUTFLOW_MUTATION_MODULE: module.name, OUTFLOW_MUTATION_TESTS: module.tests.join(',') },
+    env: { ...process.env, OUTFLOW_MUTATION_MODULE: module.name, OUTFLOW_MUTATION_TESTS: module.tests.join(','), OUTFLOW_MUTATION_TEST_NAME: module.testNamePattern ?? '' },
   })
   if (run.status !== 0) {
     failed = true

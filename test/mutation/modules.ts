@@ -10,6 +10,8 @@ export interface MutationModule {
   mutate: string[]
   /** The test files that run against each mutant. */
   tests: string[]
+  /** Only the tests whose full name matches (vitest's testNamePattern), for a module exercised by a few tests of a large file. */
+  testNamePattern?: string
 }
 
 export const mutationModules: MutationModule[] = [
@@ -21,6 +23,13 @@ export const mutationModules: MutationModule[] = [
   { name: 'ssrf', mutate: ['src/net/ssrf.ts', 'src/net/endpoint-guard.ts'], tests: ['test/net/ssrf.test.ts', 'test/net/endpoint-guard.test.ts'] },
   { name: 'merge-patch', mutate: ['src/engine/merge-patch.ts'], tests: ['test/engine/merge-patch.test.ts'] },
   { name: 'auth', mutate: ['src/http/auth.ts'], tests: ['test/http/auth.test.ts'] },
+  {
+    // Where the handler applies auth.ts to a request: the principal, the route's rule, the tenant scope of the metrics.
+    name: 'http-auth',
+    mutate: ['src/http/handler.ts:66-72', 'src/http/routes.ts:314-314', 'src/http/routes.ts:321-321', 'src/http/routes.ts:334-336'],
+    tests: ['test/http/http-sqlite.test.ts'],
+    testNamePattern: 'auth matrix|authentication|metrics API',
+  },
   { name: 'tokens', mutate: ['src/tokens.ts'], tests: ['test/tokens.test.ts'] },
   {
     name: 'attempt',
