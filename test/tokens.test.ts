@@ -67,6 +67,7 @@ describe('verifyTenantToken', () => {
 
   it.each([
     ['an empty sub', { sub: '' }],
+    ['a sub that is not a string', { sub: 123 }],
     ['a tenant creation time that is not an integer', { tenant_created_at: 1.5 }],
     ['a tenant creation time as a string', { tenant_created_at: String(createdAt.getTime()) }],
   ])('refuses a token with %s', async (_, claims) => {
