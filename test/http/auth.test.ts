@@ -127,7 +127,7 @@ describe('authorize', () => {
   })
 
   it("is 403 for a tenant token on another tenant's route, or on a tenant route without a tenant", async () => {
-    for (const params of [{ tenant_id: 'globex' }, { tenant_id: 'acme2' }, { tenant_id: '' }, {}]) {
+    for (const params of [{ tenant_id: 'globex' }, { tenant_id: 'acme2' }, { tenant_id: '' }, {}] as Record<string, string>[]) {
       const err = await refusal(() => authorize(acme, 'tenant', params))
       expect(err.status).toBe(403)
       expect(err.message).toBe('the token does not grant access to this tenant')
