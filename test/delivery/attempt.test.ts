@@ -140,6 +140,10 @@ describe('attemptWrite: ordered (FIFO) deliveries', () => {
     expect(attemptWrite(ordered(7, ''), 'webhook', failed, at, 1, exact, true).delivery).toMatchObject({ status: 'pending', next_attempt_at: null })
   })
 
+  it('skips an exhausted ordered delivery unless told to block', () => {
+    expect(attemptWrite(ordered(7, 'cus_1'), 'webhook', failed, at, 1, exact).delivery).toMatchObject({ status: 'failed', next_attempt_at: null })
+  })
+
   it('fails an exhausted delivery that is not ordered, or whose destination skips on exhaustion', () => {
     expect(attemptWrite(ordered(7, null), 'webhook', failed, at, 1, exact, true).delivery).toMatchObject({ status: 'failed', next_attempt_at: null })
     expect(attemptWrite(ordered(7, 'cus_1'), 'webhook', failed, at, 1, exact, false).delivery).toMatchObject({ status: 'failed', next_attempt_at: null })

@@ -71,6 +71,9 @@ describe('httpAttemptResult: what is recorded', () => {
 
   it('says a redirect is not followed, and only for a redirect', () => {
     expect(httpAttemptResult({ status: 302, headers: { location: 'https://elsewhere.example' }, body: '' }).error).toBe('HTTP 302 (redirects are not followed)')
+    expect(httpAttemptResult({ status: 300, headers: {}, body: '' }).error).toBe('HTTP 300 (redirects are not followed)')
+    expect(httpAttemptResult({ status: 399, headers: {}, body: '' }).error).toBe('HTTP 399 (redirects are not followed)')
+    expect(httpAttemptResult({ status: 199, headers: {}, body: '' }).error).toBe('HTTP 199')
     expect(httpAttemptResult({ status: 400, headers: {}, body: '' }).error).toBe('HTTP 400')
   })
 
@@ -92,6 +95,7 @@ describe('httpAttemptResult: what is recorded', () => {
     expect(parseRetryAfter(inAMinute)).toBeGreaterThan(50_000)
     expect(parseRetryAfter(inAMinute)).toBeLessThanOrEqual(60_000)
     expect(parseRetryAfter('12 s', 0)).toBeUndefined()
+    expect(parseRetryAfter('in 30', 0)).toBeUndefined()
   })
 })
 
