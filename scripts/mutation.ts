@@ -24,7 +24,9 @@ const started = Date.now()
 for (const module of modules) {
   const moduleStarted = Date.now()
   console.log(`\n== ${module.name}: ${module.mutate.join(', ')}`)
-  const run = spawnSync('node_modules/.bin/stryker', ['run', 'stryker.config.mjs', '--mutate', module.mutate.join(',')], {
+  const args = ['run', 'stryker.config.mjs', '--mutate', module.mutate.join(',')]
+  if (module.coverageAnalysis) args.push('--coverageAnalysis', module.coverageAnalysis)
+  const run = spawnSync('node_modules/.bin/stryker', args, {
     stdio: 'inherit',
     env: { ...process.env, OUTFLOW_MUTATION_MODULE: module.name, OUTFLOW_MUTATION_TESTS: module.tests.join(','), OUTFLOW_MUTATION_TEST_NAME: module.testNamePattern ?? '' },
   })

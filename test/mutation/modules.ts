@@ -12,6 +12,12 @@ export interface MutationModule {
   tests: string[]
   /** Only the tests whose full name matches (vitest's testNamePattern), for a module exercised by a few tests of a large file. */
   testNamePattern?: string
+  /**
+   * `all` for a module whose functions run while it loads (ssrf.ts parses its address ranges at import): StrykerJS
+   * 9.6's vitest runner activates such static mutants too late under per-test coverage and reports them as
+   * survived (stryker-js issue #6144), so those run every test file of the module with the mutant active from the start.
+   */
+  coverageAnalysis?: 'all' | 'perTest'
 }
 
 export const mutationModules: MutationModule[] = [
@@ -20,16 +26,9 @@ export const mutationModules: MutationModule[] = [
   { name: 'retry', mutate: ['src/delivery/retry-schedule.ts'], tests: ['test/delivery/retry-schedule.test.ts', 'test/delivery/attempt.test.ts'] },
   { name: 'signing', mutate: ['src/net/signing.ts'], tests: ['test/net/signing.test.ts'] },
   { name: 'credentials', mutate: ['src/credentials.ts'], tests: ['test/credentials.test.ts'] },
-  { name: 'ssrf', mutate: ['src/net/ssrf.ts', 'src/net/endpoint-guard.ts'], tests: ['test/net/ssrf.test.ts', 'test/net/endpoint-guard.test.ts'] },
+  { name: 'ssrf', mutate: ['src/net/ssrf.ts', 'src/net/endpoint-guard.ts'], tests: ['test/net/ssrf.test.ts', 'test/net/endpoint-guard.test.ts'], coverageAnalysis: 'all' },
   { name: 'merge-patch', mutate: ['src/engine/merge-patch.ts'], tests: ['test/engine/merge-patch.test.ts'] },
   { name: 'auth', mutate: ['src/http/auth.ts'], tests: ['test/http/auth.test.ts'] },
-  {
-    // Where the handler applies auth.ts to a request: the principal, the route's rule, the tenant scope of the metrics.
-    name: 'http-auth',
-    mutate: ['src/http/handler.ts:66-72', 'src/http/routes.ts:314-314', 'src/http/routes.ts:321-321', 'src/http/routes.ts:334-336'],
-    tests: ['test/http/http-sqlite.test.ts'],
-    testNamePattern: 'auth matrix|authentication|metrics API',
-  },
   { name: 'tokens', mutate: ['src/tokens.ts'], tests: ['test/tokens.test.ts'] },
   {
     name: 'attempt',
