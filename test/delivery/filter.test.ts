@@ -12,6 +12,8 @@ const event: FilterSubject = {
     note: null,
     customer: { email: 'ada@example.com', tier: 'gold', address: { country: 'FR' } },
     tags: ['vip', 'first-order'],
+    code: '250',
+    scores: [3, 9],
     items: [
       { sku: 'A-1', qty: 2, price: 10 },
       { sku: 'B-7', qty: 1, price: 230 },
@@ -60,6 +62,10 @@ describe('matchesFilter: arrays', () => {
     ['nested keys must hold on the same element', { data: { items: { sku: 'B-7', qty: 2 } } }, false],
     ['operator object matches any element', { data: { items: { price: { $gt: 100 } } } }, true],
     ['operator object matching no element', { data: { items: { price: { $gt: 1000 } } } }, false],
+    ['nested keys with an operator hold on one element', { data: { items: { sku: 'B-7', $not: { sku: 'A-1' } } } }, true],
+    ['a comparison matches when any element of a number array does', { data: { scores: { $gt: 5 } } }, true],
+    ['a comparison matching no element of a number array', { data: { scores: { $gt: 10 } } }, false],
+    ['a string test ignores the non-string elements of an array', { data: { scores: { $startsWith: '3' } } }, false],
   ])
 })
 
@@ -81,7 +87,17 @@ describe('matchesFilter: operators', () => {
     ['$lte non-match', { data: { amount: { $lte: 249 } } }, false],
     ['$gte on an ISO time string', { time: { $gte: '2025-01-01T00:00:00Z' } }, true],
     ['$lt on an ISO time string', { time: { $lt: '2025-01-01T00:00:00Z' } }, false],
+    ['$gt on an ISO time string', { time: { $gt: '2025-01-01T00:00:00Z' } }, true],
+    ['$gt on an equal string', { time: { $gt: '2025-03-01T12:00:00.000Z' } }, false],
+    ['$gt on a later string', { time: { $gt: '2026-01-01' } }, false],
+    ['$gte on an equal string', { time: { $gte: '2025-03-01T12:00:00.000Z' } }, true],
+    ['$lt on a later string', { time: { $lt: '2026-01-01' } }, true],
+    ['$lt on an equal string', { time: { $lt: '2025-03-01T12:00:00.000Z' } }, false],
+    ['$lte on an equal string', { time: { $lte: '2025-03-01T12:00:00.000Z' } }, true],
+    ['$lte on an earlier string', { time: { $lte: '2025-01-01' } }, false],
     ['comparison across types never matches', { data: { amount: { $gt: '100' } } }, false],
+    ['a numeric string is not compared with a number', { data: { code: { $gt: 100 } } }, false],
+    ['a string is not ordered against a number', { data: { currency: { $gte: 5 } } }, false],
     ['range with two operators', { data: { amount: { $gt: 100, $lt: 300 } } }, true],
     ['range excluding the value', { data: { amount: { $gt: 100, $lt: 200 } } }, false],
     ['$in match', { data: { currency: { $in: ['EUR', 'GBP'] } } }, true],
@@ -89,6 +105,7 @@ describe('matchesFilter: operators', () => {
     ['$in on an array field matches a shared element', { data: { tags: { $in: ['vip', 'other'] } } }, true],
     ['$nin match', { data: { currency: { $nin: ['USD', 'GBP'] } } }, true],
     ['$nin non-match', { data: { currency: { $nin: ['EUR'] } } }, false],
+    ['$nin non-match among others', { data: { currency: { $nin: ['USD', 'EUR'] } } }, false],
     ['$exist true on a present field', { data: { currency: { $exist: true } } }, true],
     ['$exist true on an absent field', { data: { coupon: { $exist: true } } }, false],
     ['$exist false on an absent field', { data: { coupon: { $exist: false } } }, true],
@@ -119,6 +136,24 @@ describe('matchesFilter: $or, $and, $not at any level', () => {
     ['$not on a field value that matches', { data: { currency: { $not: { $eq: 'EUR' } } } }, false],
     ['$or over an array of objects', { data: { items: { $or: [{ sku: 'Z-0' }, { sku: 'A-1' }] } } }, true],
     ['$or combined with a sibling key (ANDed)', { topic: 'order.paid', $or: [{ data: { currency: 'EUR' } }] }, false],
+    ['$or over an array of objects, no element carrying the value', { data: { items: { $or: [{ sku: 'Z-0' }, { qty: 9 }] } } }, false],
+    ['$or with keys over an array of strings', { data: { tags: { $or: [{ length: 3 }] } } }, false],
+  ])
+})
+
+// Filters stored before validation existed, or built by a host that skipped it: a positive operator with an
+// argument of the wrong type never matches, even where JavaScript would coerce it.
+describe('matchesFilter: an operator argument of the wrong type', () => {
+  table([
+    ['$startsWith with an array', { topic: { $startsWith: ['order'] } }, false],
+    ['$endsWith with an array', { topic: { $endsWith: ['created'] } }, false],
+    ['$in with a string', { data: { currency: { $in: 'EUR' } } }, false],
+    ['$gt with a boolean', { data: { amount: { $gt: false } } }, false],
+    ['$or with an object', { $or: { topic: 'order.created' } }, false],
+    ['$and with an object', { $and: { topic: 'order.created' } }, false],
+    ['$or with a non-object element', { $or: ['order.created'] }, false],
+    ['$not with a string', { $not: 'order.paid' }, false],
+    ['$exist with a string', { data: { currency: { $exist: 'yes' } } }, false],
   ])
 })
 
@@ -149,6 +184,11 @@ describe('validateFilter', () => {
     ['$startsWith with a non-string', { topic: { $startsWith: 1 } }, { 'filter.topic.$startsWith': '$startsWith needs a string' }],
     ['$endsWith with a non-string', { topic: { $endsWith: null } }, { 'filter.topic.$endsWith': '$endsWith needs a string' }],
     ['$gt with a boolean', { data: { amount: { $gt: true } } }, { 'filter.data.amount.$gt': '$gt needs a number or a string' }],
+    ['$gte with a boolean', { data: { amount: { $gte: false } } }, { 'filter.data.amount.$gte': '$gte needs a number or a string' }],
+    ['$lt with an array', { data: { amount: { $lt: [1] } } }, { 'filter.data.amount.$lt': '$lt needs a number or a string' }],
+    ['$gt with an infinite number', { amount: { $gt: Number.POSITIVE_INFINITY } }, { 'filter.amount.$gt': '$gt needs a number or a string' }],
+    ['$lt with NaN', { amount: { $lt: Number.NaN } }, { 'filter.amount.$lt': '$lt needs a number or a string' }],
+    ['an error inside $and, with its index', { data: { $and: [{ a: { $oops: 1 } }] } }, { 'filter.data.$and.0.a.$oops': 'unknown operator' }],
     ['$lte with an object', { data: { amount: { $lte: {} } } }, { 'filter.data.amount.$lte': '$lte needs a number or a string' }],
     ['an error inside $or, with its index', { $or: [{ a: 1 }, { b: { $gt: [] } }] }, { 'filter.$or.1.b.$gt': '$gt needs a number or a string' }],
     ['an error inside $not', { $not: { a: { $oops: 1 } } }, { 'filter.$not.a.$oops': 'unknown operator' }],
@@ -164,6 +204,28 @@ describe('validateFilter', () => {
 
   it('uses the given prefix for paths', () => {
     expect(validateFilter({ a: { $gt: true } }, 'body.filter')).toEqual({ 'body.filter.a.$gt': '$gt needs a number or a string' })
+  })
+
+  it('treats $in elements and plain array values as values to compare, not as filters', () => {
+    expect(validateFilter({ data: { c: { $in: [{ $oops: 1 }] } } })).toBeNull()
+    expect(validateFilter({ data: { tags: [{ $oops: 1 }] } })).toBeNull()
+    expect(validateFilter({ data: { c: { $eq: { $oops: 1 } } } })).toBeNull()
+  })
+
+  /** `inner` wrapped `levels` times by `wrap`. */
+  const nest = (levels: number, wrap: (inner: Record<string, unknown>) => Record<string, unknown>) => {
+    let filter: Record<string, unknown> = { x: 1 }
+    for (let i = 0; i < levels; i++) filter = wrap(filter)
+    return filter
+  }
+  it.each([
+    ['keys', (inner: Record<string, unknown>) => ({ n: inner }), '.n'],
+    ['$not', (inner: Record<string, unknown>) => ({ $not: inner }), '.$not'],
+    ['$or', (inner: Record<string, unknown>) => ({ $or: [inner] }), '.$or.0'],
+    ['$and', (inner: Record<string, unknown>) => ({ $and: [inner] }), '.$and.0'],
+  ])('accepts 32 levels of %s and refuses 33, naming the path where it stops', (_, wrap, step) => {
+    expect(validateFilter(nest(32, wrap))).toBeNull()
+    expect(validateFilter(nest(33, wrap))).toEqual({ [`filter${step.repeat(33)}`]: 'must not be nested deeper than 32 levels' })
   })
 
   it('refuses filters nested deeper than 32 levels', () => {

@@ -84,6 +84,41 @@ describe('matchSegments', () => {
     )
   })
 
+  it('agrees with the reference on every pattern of up to 4 segments and every topic of up to 5, over two letters', () => {
+    const words = (alphabet: string[], max: number): string[][] => {
+      const all: string[][] = []
+      let level: string[][] = [[]]
+      for (let length = 1; length <= max; length++) {
+        level = level.flatMap((prefix) => alphabet.map((s) => [...prefix, s]))
+        all.push(...level)
+      }
+      return all
+    }
+    const topics = words(['a', 'b'], 5)
+    for (const p of words(['*', 'a', 'b'], 4)) for (const t of topics) expect(matchSegments(p, t), `${p.join('.')} ~ ${t.join('.')}`).toBe(reference(p.join('.'), t.join('.')))
+  })
+
+  it('does not let a wildcard row start from a cell of two rows back', () => {
+    // The rows alternate between two buffers: a `*` row must clear the cell before its band, left over from row i - 2.
+    expect(matchSegments('*.a.*.a.*'.split('.'), 'a.b.a.a.b.a'.split('.'))).toBe(false)
+    expect(reference('*.a.*.a.*', 'a.b.a.a.b.a')).toBe(false)
+    expect(matchSegments('*.a.*.a.*'.split('.'), 'a.b.a.b.a.b'.split('.'))).toBe(true)
+  })
+
+  it('counts exactly the cells of the band a match can use: one row per pattern segment, stopping at the first empty row', () => {
+    const steps = (p: string, t: string) => {
+      const meter = { steps: 0 }
+      matchSegments(p.split('.'), t.split('.'), meter)
+      return meter.steps
+    }
+    // Rows of 2 and 2 cells: the first `*` can take 1 or 2 of the 3 topic segments, `b` the 2nd or the 3rd.
+    expect(steps('*.b', 'a.b.c')).toBe(4)
+    // The first row is all misses: nothing more is visited.
+    expect(steps('x.*.*', 'a.b.c.d')).toBe(2)
+    // More pattern segments than topic segments: decided without visiting a cell.
+    expect(steps('a.b.c', 'a')).toBe(0)
+  })
+
   /** A step meter that fails the moment `limit` is passed, so a blow-up fails fast instead of hanging the worker. */
   function budget(limit: number): { steps: number } {
     let steps = 0

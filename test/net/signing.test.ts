@@ -1,0 +1,41 @@
+import { Webhook } from 'standardwebhooks'
+import { describe, expect, it } from 'vitest'
+import { generateWebhookSecret, signWebhook, webhookSecretKey, webhookSignatureHeader, webhookSigningKey } from '../../src/net/signing.js'
+
+describe('signing', () => {
+  it('generates whsec_ secrets of 32 random bytes', () => {
+    const secret = generateWebhookSecret()
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32)
+    expect(generateWebhookSecret()).not.toBe(secret)
+  })
+
+  it('produces the same signature as the standardwebhooks reference implementation', () => {
+    const secret = generateWebhookSecret()
+    const body = JSON.stringify({ id: 'ord_1', amount: 250, note: 'café ✓' })
+    expect(signWebhook(secret, 'msg_1', 1_700_000_000, body)).toBe(new Webhook(secret).sign('msg_1', new Date(1_700_000_000_000), body))
+    // The key a publisher decodes once signs the same as the secret it came from.
+    expect(signWebhook(webhookSigningKey(secret), 'msg_1', 1_700_000_000, body)).toBe(new Webhook(secret).sign('msg_1', new Date(1_700_000_000_000), body))
+  })
+})
+
+describe('webhookSignatureHeader', () => {
+  it('signs once per active secret, space-separated, in the order given (rotation)', () => {
+    const [current, previous] = [generateWebhookSecret(), generateWebhookSecret()]
+    const body = '{"id":"ord_1"}'
+    const header = webhookSignatureHeader([current, webhookSigningKey(previous)], 'msg_1', 1_700_000_000, body)
+    expect(header).toBe(`${signWebhook(current, 'msg_1', 1_700_000_000, body)} ${signWebhook(previous, 'msg_1', 1_700_000_000, body)}`)
+    // Each signature verifies with its own secret, as a Standard Webhooks receiver checks them.
+    const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': '' }
+    const now = Number(headers['webhook-timestamp'])
+    headers['webhook-signature'] = webhookSignatureHeader([current, previous], 'msg_1', now, body)
+    expect(new Webhook(current).verify(body, headers)).toEqual({ id: 'ord_1' })
+    expect(new Webhook(previous).verify(body, headers)).toEqual({ id: 'ord_1' })
+  })
+
+  it('reads a secret without the whsec_ prefix as the same key', () => {
+    const secret = generateWebhookSecret()
+    expect(signWebhook(secret.slice('whsec_'.length), 'msg_1', 1, 'x')).toBe(signWebhook(secret, 'msg_1', 1, 'x'))
+    expect(webhookSecretKey(secret)).toEqual(Buffer.from(secret.slice(6), 'base64'))
+  })
+})
