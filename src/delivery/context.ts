@@ -1,4 +1,5 @@
 import type { Keyring } from '../credentials.js'
+import type { Ed25519Key } from '../net/ed25519.js'
 import type { Logger } from '../logger.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
@@ -34,5 +35,7 @@ export interface DeliveryContext {
   reporter: DeliveryReporter
   /** Attempt spans and delivery metrics. */
   telemetry: Telemetry
+  /** The Ed25519 keys that sign `v1a` signatures now, active first (the engine's keyring). */
+  signers(): Ed25519Key[]
   now(): Date
 }

@@ -423,7 +423,7 @@ describe('webhook config and credentials schemas', () => {
   })
 
   it('describes exactly the fields its schemas accept', () => {
-    expect(webhook.config_fields.map((f) => f.key)).toEqual(['url', 'custom_headers'])
+    expect(webhook.config_fields.map((f) => f.key)).toEqual(['url', 'signature_scheme', 'custom_headers'])
     expect(webhook.credential_fields.map((f) => f.key)).toEqual(['secret', 'previous_secret', 'previous_secret_invalid_at', 'rotate_secret'])
     expect(webhook.icon).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"[^>]*>.*<\/svg>$/s)
     expect(webhook.instructions).toContain('webhook-signature')
