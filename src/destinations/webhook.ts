@@ -3,6 +3,7 @@ import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
 import { generateWebhookSecret, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
 import { signWebhookEd25519 } from '../net/ed25519.js'
+import { authCredentialEntries, authCredentialFields, authenticator, authProblems } from './webhook-auth.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import { jsonBody, type CredentialsInput, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublishOptions } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -104,6 +105,7 @@ const CredentialsSchema = v.strictObject(
       v.pipe(v.string('must be a string'), v.check((s) => rfc3339Pattern.test(s) && !Number.isNaN(Date.parse(s)), 'must be an RFC 3339 date-time')),
     ),
     rotate_secret: v.optional(v.boolean('must be a boolean')),
+    ...authCredentialEntries,
   },
   'unexpected field',
 )
@@ -179,6 +181,7 @@ const credentialFields: FieldSpec[] = [
     sensitive: false,
     default: false,
   },
+  ...authCredentialFields,
 ]
 
 const icon =
@@ -314,6 +317,7 @@ export const webhook: DestinationTypeDefinition = {
   credentialsRequired: false,
   revealedCredentials: ['secret', 'previous_secret'],
   prepareCredentials,
+  validate: (_config, credentials) => authProblems(credentials),
   target(config) {
     try {
       return new URL(String(config.url)).host
@@ -329,6 +333,7 @@ export const webhook: DestinationTypeDefinition = {
     const customHeaders = lowerCaseKeys(config.custom_headers)
     const scheme = config.signature_scheme ?? 'hmac'
     const credentials = destination.credentials
+    const auth = authenticator(credentials, { allowPrivateNetworks: context.allowPrivateNetworks })
     // Decoded once per publisher (it is replaced when the destination changes), not once per delivery.
     const keys = new Map<string, KeyObject>()
     const keyOf = (secret: string) => {
@@ -355,8 +360,15 @@ export const webhook: DestinationTypeDefinition = {
         // One signature per active key, space-separated: v1 (HMAC) first, then v1a (Ed25519), as Standard Webhooks lists them.
         const v1a = signatures.map((key) => signWebhookEd25519(key.privateKey, message.id, timestamp, body))
         headers['webhook-signature'] = [webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body), ...v1a].filter(Boolean).join(' ')
+        const http = { allowPrivateNetworks: context.allowPrivateNetworks, signal, ...(auth.tls ? { tls: auth.tls } : {}) }
         try {
-          const response = await sendHttp(config.url, { method: 'POST', headers, body }, { allowPrivateNetworks: context.allowPrivateNetworks, signal })
+          let sent = { ...headers, ...(await auth.headers(signal)) }
+          let response = await sendHttp(config.url, { method: 'POST', headers: sent, body }, http)
+          // A refused OAuth2 token (expired or revoked early): one more try with a new one.
+          if (response.status === 401 && auth.refused(sent)) {
+            sent = { ...headers, ...(await auth.headers(signal)) }
+            response = await sendHttp(config.url, { method: 'POST', headers: sent, body }, http)
+          }
           return httpAttemptResult(response)
         } catch (err) {
           return attemptResultFromError(err)
