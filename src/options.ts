@@ -6,6 +6,7 @@ import { alertTopics, OperatorTopicSchema } from './model/operator-event.js'
 import { TopicDefinitionSchema, type TopicsOption } from './model/topic.js'
 import { stderrLogger, type Logger } from './logger.js'
 import { parseSigningSecret } from './net/ed25519.js'
+import { parseProxyUrl } from './net/proxy.js'
 import type { Storage } from './storage/storage.js'
 
 export type { Logger }
@@ -102,6 +103,20 @@ export const OptionsSchema = v.object({
       batchSize: v.optional(positiveInt('delivery.batchSize'), 200),
       drainTimeoutMs: v.optional(positiveInt('delivery.drainTimeoutMs'), 10_000),
       retry: v.optional(RetryOptionsSchema, {}),
+      /** An HTTP CONNECT proxy (`http://[user:password@]host:port`) that webhook and relay traffic goes through. */
+      proxy: v.optional(
+        v.pipe(
+          v.string('delivery.proxy must be a URL like http://proxy:3128'),
+          v.check((text) => {
+            try {
+              parseProxyUrl(text)
+              return true
+            } catch {
+              return false
+            }
+          }, 'delivery.proxy must be a URL like http://proxy:3128 (http://, host and port, no path)'),
+        ),
+      ),
     }),
     {},
   ),

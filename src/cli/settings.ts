@@ -64,6 +64,7 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_DELIVERY_POLL_INTERVAL_MS', 'delivery.pollIntervalMs', 'integer'),
   variable('OUTFLOW_DELIVERY_BATCH_SIZE', 'delivery.batchSize', 'integer'),
   variable('OUTFLOW_DELIVERY_DRAIN_TIMEOUT_MS', 'delivery.drainTimeoutMs', 'integer'),
+  variable('OUTFLOW_DELIVERY_PROXY', 'delivery.proxy'),
   variable('OUTFLOW_DELIVERY_RETRY_SCHEDULE', 'delivery.retry.schedule', 'numbers'),
   variable('OUTFLOW_DELIVERY_RETRY_BASE', 'delivery.retry.base', 'number'),
   variable('OUTFLOW_DELIVERY_RETRY_FACTOR', 'delivery.retry.factor', 'number'),

@@ -17,6 +17,8 @@ export interface DeliverySettings {
     batchSize: number
     drainTimeoutMs: number
     retry: RetryOptions
+    /** The egress proxy of webhook and relay traffic (`http://host:port`). */
+    proxy?: string | undefined
   }
   alerts: { consecutiveFailures: number; autoDisable: boolean }
   /** The operator tenant (its deliveries raise no operator events; its sink may be on a private network). */

@@ -43,6 +43,8 @@ export interface PublisherContext {
   relayUrl?: string
   /** The engine's Ed25519 keys that sign `v1a` signatures now, active first (read per attempt: rotation needs no new publisher). */
   signers?: () => Ed25519Key[]
+  /** The engine's egress proxy (`delivery.proxy`), for HTTP types: webhook and relay. */
+  proxy?: string
 }
 
 /** What comes with each publish besides the message. */

@@ -2,6 +2,7 @@ import * as v from 'valibot'
 import type { FieldSpec } from '../model/destination-type.js'
 import { clientTls, clientTlsProblems, type ClientTls } from '../net/client-tls.js'
 import { TokenSource } from '../net/oauth2.js'
+import type { EgressProxy } from '../net/proxy.js'
 
 // How a webhook (or relay) authenticates to its receiver, kept in the destination's encrypted credentials:
 // basic auth, a bearer token or a custom secret header, OAuth2 client credentials, and/or an mTLS client certificate.
@@ -96,7 +97,7 @@ export interface Authenticator {
 }
 
 /** The authenticator of a destination's credentials (stored values only: validated when written). */
-export function authenticator(credentials: Record<string, unknown>, { allowPrivateNetworks }: { allowPrivateNetworks: boolean }): Authenticator {
+export function authenticator(credentials: Record<string, unknown>, { allowPrivateNetworks, proxy }: { allowPrivateNetworks: boolean; proxy?: EgressProxy }): Authenticator {
   const tls = clientTls(credentials.tls_client_cert, credentials.tls_client_key, credentials.tls_ca)
   const str = (key: string) => (typeof credentials[key] === 'string' ? (credentials[key] as string) : undefined)
   const fixed: Record<string, string> = {}
@@ -106,7 +107,7 @@ export function authenticator(credentials: Record<string, unknown>, { allowPriva
   else if (name !== undefined && value !== undefined) fixed[name.toLowerCase()] = value
   const [tokenUrl, clientId, clientSecret] = ['oauth2_token_url', 'oauth2_client_id', 'oauth2_client_secret'].map(str)
   if (tokenUrl && clientId && clientSecret) {
-    const tokens = new TokenSource({ tokenUrl, clientId, clientSecret, scope: str('oauth2_scope'), audience: str('oauth2_audience') }, { allowPrivateNetworks })
+    const tokens = new TokenSource({ tokenUrl, clientId, clientSecret, scope: str('oauth2_scope'), audience: str('oauth2_audience') }, { allowPrivateNetworks, ...(proxy ? { proxy } : {}) })
     return {
       tls,
       headers: async (signal) => ({ authorization: `Bearer ${await tokens.token(signal)}` }),

@@ -3,6 +3,7 @@ import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
 import { generateWebhookSecret, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
 import { signWebhookEd25519 } from '../net/ed25519.js'
+import { parseProxyUrl } from '../net/proxy.js'
 import { authCredentialEntries, authCredentialFields, authenticator, authProblems } from './webhook-auth.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import { jsonBody, type CredentialsInput, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublishOptions } from './types.js'
@@ -50,6 +51,15 @@ const SecretSchema = v.pipe(
   }),
 )
 
+function proxyProblem(text: string): string | null {
+  try {
+    parseProxyUrl(text)
+    return null
+  } catch (err) {
+    return (err as Error).message
+  }
+}
+
 /** `hmac`: `v1,` with the destination's secret (the default); `ed25519`: `v1a,` with the engine's keyring; `both` while receivers move. */
 export const signatureSchemes = ['hmac', 'ed25519', 'both'] as const
 
@@ -79,6 +89,12 @@ const ConfigSchema = v.strictObject(
         const problem = dataset.typed ? urlProblem(dataset.value) : null
         if (problem) addIssue({ message: problem })
       }),
+    ),
+    proxy_url: v.optional(
+      v.pipe(
+        v.string('must be a string'),
+        v.check((text) => /^http:\/\/[^/@?#]+:\d{1,5}\/?$/.test(text) && proxyProblem(text) === null, 'must be http://host:port, without a user name, password or path'),
+      ),
     ),
     signature_scheme: v.optional(v.picklist(signatureSchemes, `must be one of: ${signatureSchemes.join(', ')}`)),
     // objectOf, not v.record: an array is refused rather than read as headers named 0, 1, …
@@ -134,6 +150,15 @@ const configFields: FieldSpec[] = [
     sensitive: false,
     default: 'hmac',
     pattern: '^(hmac|ed25519|both)$',
+  },
+  {
+    key: 'proxy_url',
+    type: 'text',
+    label: 'Egress proxy',
+    description: 'Send this destination\'s deliveries through this HTTP CONNECT proxy (http://host:port) instead of the engine\'s, e.g. to reach the receiver from an address it allows.',
+    required: false,
+    sensitive: false,
+    pattern: '^http://[^/@]+:[0-9]+/?$',
   },
   {
     key: 'custom_headers',
@@ -333,7 +358,9 @@ export const webhook: DestinationTypeDefinition = {
     const customHeaders = lowerCaseKeys(config.custom_headers)
     const scheme = config.signature_scheme ?? 'hmac'
     const credentials = destination.credentials
-    const auth = authenticator(credentials, { allowPrivateNetworks: context.allowPrivateNetworks })
+    const proxyUrl = config.proxy_url ?? context.proxy
+    const proxy = proxyUrl ? parseProxyUrl(proxyUrl) : undefined
+    const auth = authenticator(credentials, { allowPrivateNetworks: context.allowPrivateNetworks, ...(proxy ? { proxy } : {}) })
     // Decoded once per publisher (it is replaced when the destination changes), not once per delivery.
     const keys = new Map<string, KeyObject>()
     const keyOf = (secret: string) => {
@@ -360,7 +387,7 @@ export const webhook: DestinationTypeDefinition = {
         // One signature per active key, space-separated: v1 (HMAC) first, then v1a (Ed25519), as Standard Webhooks lists them.
         const v1a = signatures.map((key) => signWebhookEd25519(key.privateKey, message.id, timestamp, body))
         headers['webhook-signature'] = [webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body), ...v1a].filter(Boolean).join(' ')
-        const http = { allowPrivateNetworks: context.allowPrivateNetworks, signal, ...(auth.tls ? { tls: auth.tls } : {}) }
+        const http = { allowPrivateNetworks: context.allowPrivateNetworks, signal, ...(auth.tls ? { tls: auth.tls } : {}), ...(proxy ? { proxy } : {}) }
         try {
           let sent = { ...headers, ...(await auth.headers(signal)) }
           let response = await sendHttp(config.url, { method: 'POST', headers: sent, body }, http)

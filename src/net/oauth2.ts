@@ -1,4 +1,5 @@
 import { DeliveryError, sendHttp } from './http-client.js'
+import type { EgressProxy } from './proxy.js'
 
 /** OAuth2 client credentials (RFC 6749 §4.4) of one destination. */
 export interface ClientCredentialsGrant {
@@ -29,12 +30,14 @@ const tokenPattern = /^[\x21-\x7e]{1,8192}$/
 export class TokenSource {
   readonly #grant: ClientCredentialsGrant
   readonly #allowPrivateNetworks: boolean
+  readonly #proxy: EgressProxy | undefined
   #current?: { token: string; refreshAt: number }
   #fetching?: Promise<string>
 
-  constructor(grant: ClientCredentialsGrant, { allowPrivateNetworks }: { allowPrivateNetworks: boolean }) {
+  constructor(grant: ClientCredentialsGrant, { allowPrivateNetworks, proxy }: { allowPrivateNetworks: boolean; proxy?: EgressProxy }) {
     this.#grant = grant
     this.#allowPrivateNetworks = allowPrivateNetworks
+    this.#proxy = proxy
   }
 
   /** A valid token: the cached one, or a new one. Throws `DeliveryError` (`authentication`, or `ssrf`/`timeout`) when none can be had. */
@@ -59,7 +62,7 @@ export class TokenSource {
     const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: `Basic ${basic}` }
     let response
     try {
-      response = await sendHttp(tokenUrl, { method: 'POST', headers, body: form.toString() }, { allowPrivateNetworks: this.#allowPrivateNetworks, signal })
+      response = await sendHttp(tokenUrl, { method: 'POST', headers, body: form.toString() }, { allowPrivateNetworks: this.#allowPrivateNetworks, signal, ...(this.#proxy ? { proxy: this.#proxy } : {}) })
     } catch (err) {
       const failure = err as DeliveryError
       // An address the guard refuses, or the deadline, stay what they are; anything else is the token endpoint failing.

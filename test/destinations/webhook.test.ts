@@ -423,7 +423,7 @@ describe('webhook config and credentials schemas', () => {
   })
 
   it('describes exactly the fields its schemas accept', () => {
-    expect(webhook.config_fields.map((f) => f.key)).toEqual(['url', 'signature_scheme', 'custom_headers'])
+    expect(webhook.config_fields.map((f) => f.key)).toEqual(['url', 'signature_scheme', 'proxy_url', 'custom_headers'])
     expect(webhook.credential_fields.map((f) => f.key)).toEqual([
       'secret', 'previous_secret', 'previous_secret_invalid_at', 'rotate_secret',
       'basic_username', 'basic_password', 'bearer_token', 'auth_header_name', 'auth_header_value',
