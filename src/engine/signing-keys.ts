@@ -51,16 +51,23 @@ export class SigningKeyring {
     return this.#options.signing.keys !== undefined
   }
 
-  /** Load the stored keyring, generating its first key when there is none; then keep re-reading it. */
+  /**
+   * Load the stored keyring, generating its first key when there is none; then keep re-reading it. A storage
+   * that does not answer yet does not stop the engine from starting: it is logged and tried again with each re-read.
+   */
   async start(): Promise<void> {
     if (this.configured) return
+    await this.#ensure().catch((err) => this.#options.logger.warn({ error: errorFields(err) }, 'could not read the signing keys: trying again in 30 s'))
+    this.#timer ??= setInterval(() => void this.#ensure().catch((err) => this.#options.logger.warn({ error: errorFields(err) }, 'could not re-read the signing keys')), refreshMs)
+    this.#timer.unref()
+  }
+
+  async #ensure(): Promise<void> {
     await this.#load()
     if (!this.#keys.some((k) => k.active)) {
       await this.#storage.insertSigningKey(this.#newKey(), undefined, this.#now())
       await this.#load()
     }
-    this.#timer ??= setInterval(() => void this.#load().catch((err) => this.#options.logger.warn({ error: errorFields(err) }, 'could not re-read the signing keys')), refreshMs)
-    this.#timer.unref()
   }
 
   close(): void {
