@@ -11,6 +11,7 @@ const shared: Options = {
     express: 'adapters/express.ts',
     hono: 'adapters/hono.ts',
     fastify: 'adapters/fastify.ts',
+    verify: 'src/verify.ts',
   },
   dts: true,
   shims: true,

@@ -19,7 +19,7 @@ const outflow = await createOutflow({
 try {
   const result = await outflow.reencryptCredentials({ batchSize: Number(process.env.OUTFLOW_REENCRYPT_BATCH_SIZE ?? 500) })
   console.log(JSON.stringify(result))
-  process.exitCode = result.failed > 0 ? 1 : 0
+  process.exitCode = result.failed + result.signing_keys.failed > 0 ? 1 : 0
 } finally {
   await outflow.close()
 }

@@ -20,6 +20,8 @@ import * as metrics from './engine/metrics.js'
 import { Pruner, type PruneResult } from './engine/pruner.js'
 import * as portal from './engine/portal.js'
 import * as tenants from './engine/tenants.js'
+import { SigningKeyring, type SigningKeySet } from './engine/signing-keys.js'
+import { RotateSigningKeySchema } from './model/signing-keys.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
@@ -106,10 +108,12 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
     }
     // API requests and typed-API calls give up on a paused database sooner than the worker does (Storage.forCallers).
     const forCallers = storage.forCallers ?? storage
+    const keys = credentialKeys(options, storage)
     this.#ctx = {
       storage: forCallers,
       options,
-      credentialKeys: credentialKeys(options, storage),
+      credentialKeys: keys,
+      signingKeys: new SigningKeyring(storage, options, keys, () => new Date()),
       jwtSecret,
       telemetry: this.telemetry,
       catalog,
@@ -117,9 +121,18 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
       destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
       stopDeliveries: (tenantId, destinationId) => this.#worker.stopDeliveries(tenantId, destinationId),
     }
-    const { credentialKeys: keys, now } = this.#ctx
+    const { now, signingKeys } = this.#ctx
     const supervisor = (this.#supervisor = new Supervisor(options.supervisor, options.logger))
-    this.#worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry: this.telemetry, reporter: this.#reporter(), supervisor })
+    this.#worker = new DeliveryWorker({
+      storage,
+      options,
+      credentialKeys: keys,
+      now,
+      telemetry: this.telemetry,
+      reporter: this.#reporter(),
+      signers: () => signingKeys.signers(),
+      supervisor,
+    })
     this.#writer = new EventWriter(forCallers, this.#worker, now)
     this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake(), supervisor })
     this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
@@ -169,6 +182,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
 
   /** Set up the operator sink and start the delivery worker (createOutflow does this; the worker unless `delivery.worker` is false). */
   async start(): Promise<void> {
+    await this.#ctx.signingKeys.start()
     await ensureOperatorSink(this.#ctx)
     if (this.options.delivery.worker) {
       this.#worker.start()
@@ -417,10 +431,34 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * rows written with an older key, the old `enc:v1:` format or plain JSON, `batchSize` rows at a time.
    *
    * @example
-   * await outflow.reencryptCredentials() // { scanned: 120, reencrypted: 118, failed: 0 }
+   * await outflow.reencryptCredentials() // { scanned: 120, reencrypted: 118, failed: 0, signing_keys: { scanned: 2, reencrypted: 2, failed: 0 } }
    */
   reencryptCredentials({ batchSize = 500 }: { batchSize?: number } = {}): Promise<ReencryptResult> {
     return reencryptCredentials(this.#ctx, batchSize)
+  }
+
+  // --- Ed25519 signing keys ---
+  /**
+   * The public keys receivers verify `v1a` signatures with, as a JWK Set (`GET /signing-keys`, public):
+   * the active key and the previous keys still signing during a rotation's overlap.
+   *
+   * @example
+   * const { keys } = await outflow.getSigningKeys() // [{ kty: 'OKP', crv: 'Ed25519', kid, x, whpk: 'whpk_…', status: 'active', … }]
+   */
+  getSigningKeys(): Promise<SigningKeySet> {
+    return this.#ctx.signingKeys.keySet()
+  }
+  /**
+   * Make a new active signing key. The current one keeps signing beside it (two `v1a` signatures) and
+   * stays in the key set for `overlap` (`30m`, `24h`, `7d`; default `signing.overlap`). 409 when the keys
+   * are configured with `signing.keys`.
+   *
+   * @example
+   * const { keys } = await outflow.rotateSigningKey({ overlap: '48h' })
+   */
+  async rotateSigningKey(body: unknown = {}): Promise<SigningKeySet> {
+    const { overlap } = parseInput(RotateSigningKeySchema, body ?? {})
+    return this.#ctx.signingKeys.rotate(overlap)
   }
 
   // --- operations ---
@@ -483,6 +521,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
     await this.#pruner?.close()
     await this.#replays.close()
     await this.#worker.close()
+    this.#ctx.signingKeys.close()
     // Operator events raised by the last results are committed too (delivered after a restart).
     await this.#writer.drain()
     await this.storage.close()

@@ -5,6 +5,8 @@ import { IdSchema, issuesToData, JsonObjectSchema, StringMapSchema } from './mod
 import { alertTopics, OperatorTopicSchema } from './model/operator-event.js'
 import { TopicDefinitionSchema, type TopicsOption } from './model/topic.js'
 import { stderrLogger, type Logger } from './logger.js'
+import { parseSigningSecret } from './net/ed25519.js'
+import { parseProxyUrl } from './net/proxy.js'
 import type { Storage } from './storage/storage.js'
 
 export type { Logger }
@@ -31,6 +33,25 @@ const retentionEntries = {
 
 /** `retention` as given (the window stays text): what the CLI validates before it hands the options to `createOutflow`. */
 export const RetentionInputSchema = v.optional(v.object({ events: DurationTextSchema('retention.events'), ...retentionEntries }))
+
+const signingKeyEntry = v.pipe(
+  v.string('signing.keys must be whsk_ keys'),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return
+    try {
+      parseSigningSecret(dataset.value)
+    } catch (err) {
+      addIssue({ message: `signing.keys: ${(err as Error).message}` })
+    }
+  }),
+)
+const signingEntries = {
+  /** Ed25519 keys (`whsk_`), newest first: all of them sign and are published. Absent: a stored keyring, generated and rotated by the engine. */
+  keys: v.optional(v.pipe(v.array(signingKeyEntry), v.minLength(1, 'signing.keys must not be empty'))),
+}
+
+/** `signing` as given (the overlap stays text): what the CLI validates before it hands the options to `createOutflow`. */
+export const SigningInputSchema = v.optional(v.object({ ...signingEntries, overlap: v.optional(DurationTextSchema('signing.overlap')) }), {})
 
 /** The engine options `createOutflow` validates (without `storage` and `logger`); the CLI reads its settings with it too. */
 export const OptionsSchema = v.object({
@@ -67,6 +88,8 @@ export const OptionsSchema = v.object({
   insecurePlaintextCredentials: v.optional(v.boolean(), false),
   allowPrivateNetworks: v.optional(v.boolean(), false),
   relayUrl: v.optional(v.pipe(v.string(), v.url('relayUrl must be a URL'))),
+  /** The Ed25519 (`v1a`) signing keyring: configured keys, or the stored one, and how long a rotated-out key keeps signing. */
+  signing: v.optional(v.object({ ...signingEntries, overlap: v.optional(DurationSchema('signing.overlap'), '24h') }), {}),
   maxBodyBytes: v.optional(positiveInt('maxBodyBytes'), 1024 * 1024),
   migrate: v.optional(v.boolean(), true),
   delivery: v.optional(
@@ -80,6 +103,20 @@ export const OptionsSchema = v.object({
       batchSize: v.optional(positiveInt('delivery.batchSize'), 200),
       drainTimeoutMs: v.optional(positiveInt('delivery.drainTimeoutMs'), 10_000),
       retry: v.optional(RetryOptionsSchema, {}),
+      /** An HTTP CONNECT proxy (`http://[user:password@]host:port`) that webhook and relay traffic goes through. */
+      proxy: v.optional(
+        v.pipe(
+          v.string('delivery.proxy must be a URL like http://proxy:3128'),
+          v.check((text) => {
+            try {
+              parseProxyUrl(text)
+              return true
+            } catch {
+              return false
+            }
+          }, 'delivery.proxy must be a URL like http://proxy:3128 (http://, host and port, no path)'),
+        ),
+      ),
     }),
     {},
   ),

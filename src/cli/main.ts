@@ -88,7 +88,7 @@ async function migrate({ settings }: ReadSettings, logger: ReturnType<typeof jso
   logger.info({ storage: target.kind, at: target.where }, 'migrations applied')
 }
 
-/** `outflow reencrypt`: prints `{ scanned, reencrypted, failed }`; exit code 1 when a row could not be read. */
+/** `outflow reencrypt`: prints `{ scanned, reencrypted, failed, signing_keys }`; exit code 1 when a row could not be read. */
 async function reencrypt({ settings }: ReadSettings, size: number): Promise<void> {
   const target = storageOf(settings)
   const outflow = await createOutflow({ ...engineOptions(settings), storage: target.open, delivery: { ...settings.delivery, worker: false } }).catch((error: unknown) => {
@@ -97,7 +97,7 @@ async function reencrypt({ settings }: ReadSettings, size: number): Promise<void
   try {
     const result = await outflow.reencryptCredentials({ batchSize: size })
     console.log(JSON.stringify(result))
-    if (result.failed > 0) process.exitCode = 1
+    if (result.failed + result.signing_keys.failed > 0) process.exitCode = 1
   } finally {
     await outflow.close()
   }

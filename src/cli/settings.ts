@@ -3,7 +3,7 @@ import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
 import { errorFields } from '../logger.js'
 import { issuesToData } from '../model/common.js'
-import { OptionsSchema, RetentionInputSchema, type OutflowOptions } from '../options.js'
+import { OptionsSchema, RetentionInputSchema, SigningInputSchema, type OutflowOptions } from '../options.js'
 import { schemaNamePattern } from '../storage/schema/postgres.js'
 import type { Storage } from '../storage/storage.js'
 import { readTopicsFile } from './topics-file.js'
@@ -52,6 +52,8 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_INSECURE_PLAINTEXT_CREDENTIALS', 'insecurePlaintextCredentials', 'boolean'),
   variable('OUTFLOW_ALLOW_PRIVATE_NETWORKS', 'allowPrivateNetworks', 'boolean'),
   variable('OUTFLOW_RELAY_URL', 'relayUrl'),
+  variable('OUTFLOW_SIGNING_KEYS', 'signing.keys', 'list'),
+  variable('OUTFLOW_SIGNING_OVERLAP', 'signing.overlap'),
   variable('OUTFLOW_MAX_BODY_BYTES', 'maxBodyBytes', 'integer'),
   variable('OUTFLOW_MIGRATE', 'migrate', 'boolean'),
   variable('OUTFLOW_DELIVERY_WORKER', 'delivery.worker', 'boolean'),
@@ -62,6 +64,7 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_DELIVERY_POLL_INTERVAL_MS', 'delivery.pollIntervalMs', 'integer'),
   variable('OUTFLOW_DELIVERY_BATCH_SIZE', 'delivery.batchSize', 'integer'),
   variable('OUTFLOW_DELIVERY_DRAIN_TIMEOUT_MS', 'delivery.drainTimeoutMs', 'integer'),
+  variable('OUTFLOW_DELIVERY_PROXY', 'delivery.proxy'),
   variable('OUTFLOW_DELIVERY_RETRY_SCHEDULE', 'delivery.retry.schedule', 'numbers'),
   variable('OUTFLOW_DELIVERY_RETRY_BASE', 'delivery.retry.base', 'number'),
   variable('OUTFLOW_DELIVERY_RETRY_FACTOR', 'delivery.retry.factor', 'number'),
@@ -89,6 +92,7 @@ export const SettingsSchema = v.pipe(
     ...OptionsSchema.entries,
     // Kept as text (`30d`): createOutflow validates the options again and turns the window into milliseconds.
     retention: RetentionInputSchema,
+    signing: SigningInputSchema,
     postgres: v.optional(
       v.object({
         url: v.pipe(v.string('must be a string'), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),

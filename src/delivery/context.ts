@@ -1,4 +1,5 @@
 import type { Keyring } from '../credentials.js'
+import type { Ed25519Key } from '../net/ed25519.js'
 import type { Logger } from '../logger.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
@@ -17,6 +18,8 @@ export interface DeliverySettings {
     batchSize: number
     drainTimeoutMs: number
     retry: RetryOptions
+    /** The egress proxy of webhook and relay traffic (`http://host:port`). */
+    proxy?: string | undefined
   }
   alerts: { consecutiveFailures: number; autoDisable: boolean }
   /** The operator tenant (its deliveries raise no operator events; its sink may be on a private network). */
@@ -37,5 +40,7 @@ export interface DeliveryContext {
   telemetry: Telemetry
   /** Restarts the worker's loops when they throw, and tells health which failed. */
   supervisor: Supervisor
+  /** The Ed25519 keys that sign `v1a` signatures now, active first (the engine's keyring). */
+  signers(): Ed25519Key[]
   now(): Date
 }

@@ -443,7 +443,7 @@ export class DeliveryWorker {
     const { options } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
       { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination) },
-      { allowPrivateNetworks: options.allowPrivateNetworks || this.#isOperatorSink(destination), userAgent, relayUrl: options.relayUrl },
+      { allowPrivateNetworks: options.allowPrivateNetworks || this.#isOperatorSink(destination), userAgent, relayUrl: options.relayUrl, signers: this.#ctx.signers, ...(options.delivery.proxy ? { proxy: options.delivery.proxy } : {}) },
     )
     this.#publishers.set(k, { publisher, version })
     publisher.catch(() => this.#publishers.get(k)?.publisher === publisher && this.#publishers.delete(k))

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto'
 import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
+import { parseProxyUrl } from '../net/proxy.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { objectOf } from '../model/common.js'
@@ -138,6 +139,7 @@ export const relay: DestinationTypeDefinition = {
     const url = isHttpUrl(configured) ? (configured as string) : context.relayUrl
     // A tenant-supplied URL is guarded like a webhook URL; the engine's own relayUrl is the operator's choice.
     const allowPrivateNetworks = isHttpUrl(configured) ? context.allowPrivateNetworks : true
+    const proxy = context.proxy ? parseProxyUrl(context.proxy) : undefined
 
     return {
       async publish(message, { signal }) {
@@ -155,7 +157,7 @@ export const relay: DestinationTypeDefinition = {
           'webhook-signature': relaySignature(token, message.id, timestamp, body),
         }
         try {
-          const response = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks, signal })
+          const response = await sendHttp(url, { method: 'POST', headers, body }, { allowPrivateNetworks, signal, ...(proxy ? { proxy } : {}) })
           return httpAttemptResult(response)
         } catch (err) {
           return attemptResultFromError(err)

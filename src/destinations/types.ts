@@ -1,5 +1,6 @@
 import type * as v from 'valibot'
 import type { AttemptResult } from '../model/attempt-result.js'
+import type { Ed25519Key } from '../net/ed25519.js'
 import type { DestinationTypeName, DestinationTypeSchema } from '../model/destination-type.js'
 
 /** What a publisher is asked to deliver: one event to one destination. */
@@ -40,6 +41,10 @@ export interface PublisherContext {
   userAgent: string
   /** Base URL of the event-gateway relay (relay destinations). */
   relayUrl?: string
+  /** The engine's Ed25519 keys that sign `v1a` signatures now, active first (read per attempt: rotation needs no new publisher). */
+  signers?: () => Ed25519Key[]
+  /** The engine's egress proxy (`delivery.proxy`), for HTTP types: webhook and relay. */
+  proxy?: string
 }
 
 /** What comes with each publish besides the message. */

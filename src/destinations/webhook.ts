@@ -2,6 +2,9 @@ import type { KeyObject } from 'node:crypto'
 import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
 import { generateWebhookSecret, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
+import { signWebhookEd25519 } from '../net/ed25519.js'
+import { parseProxyUrl } from '../net/proxy.js'
+import { authCredentialEntries, authCredentialFields, authenticator, authProblems } from './webhook-auth.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import { jsonBody, type CredentialsInput, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublishOptions } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -48,6 +51,18 @@ const SecretSchema = v.pipe(
   }),
 )
 
+function proxyProblem(text: string): string | null {
+  try {
+    parseProxyUrl(text)
+    return null
+  } catch (err) {
+    return (err as Error).message
+  }
+}
+
+/** `hmac`: `v1,` with the destination's secret (the default); `ed25519`: `v1a,` with the engine's keyring; `both` while receivers move. */
+export const signatureSchemes = ['hmac', 'ed25519', 'both'] as const
+
 const rfc3339Pattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
 
 function urlProblem(text: string): string | null {
@@ -75,6 +90,13 @@ const ConfigSchema = v.strictObject(
         if (problem) addIssue({ message: problem })
       }),
     ),
+    proxy_url: v.optional(
+      v.pipe(
+        v.string('must be a string'),
+        v.check((text) => /^http:\/\/[^/@?#]+:\d{1,5}\/?$/.test(text) && proxyProblem(text) === null, 'must be http://host:port, without a user name, password or path'),
+      ),
+    ),
+    signature_scheme: v.optional(v.picklist(signatureSchemes, `must be one of: ${signatureSchemes.join(', ')}`)),
     // objectOf, not v.record: an array is refused rather than read as headers named 0, 1, …
     custom_headers: v.optional(
       objectOf(
@@ -99,6 +121,7 @@ const CredentialsSchema = v.strictObject(
       v.pipe(v.string('must be a string'), v.check((s) => rfc3339Pattern.test(s) && !Number.isNaN(Date.parse(s)), 'must be an RFC 3339 date-time')),
     ),
     rotate_secret: v.optional(v.boolean('must be a boolean')),
+    ...authCredentialEntries,
   },
   'unexpected field',
 )
@@ -116,6 +139,26 @@ const configFields: FieldSpec[] = [
     sensitive: false,
     pattern: '^https?://.+',
     maxlength: 2048,
+  },
+  {
+    key: 'signature_scheme',
+    type: 'text',
+    label: 'Signature scheme',
+    description:
+      'hmac (default): "v1," HMAC-SHA256 signatures with the signing secret. ed25519: "v1a," Ed25519 signatures with the engine\'s keys, published as a JWK Set at /signing-keys. both: the two side by side, while a receiver moves from one to the other.',
+    required: false,
+    sensitive: false,
+    default: 'hmac',
+    pattern: '^(hmac|ed25519|both)$',
+  },
+  {
+    key: 'proxy_url',
+    type: 'text',
+    label: 'Egress proxy',
+    description: 'Send this destination\'s deliveries through this HTTP CONNECT proxy (http://host:port) instead of the engine\'s, e.g. to reach the receiver from an address it allows.',
+    required: false,
+    sensitive: false,
+    pattern: '^http://[^/@]+:[0-9]+/?$',
   },
   {
     key: 'custom_headers',
@@ -163,6 +206,7 @@ const credentialFields: FieldSpec[] = [
     sensitive: false,
     default: false,
   },
+  ...authCredentialFields,
 ]
 
 const icon =
@@ -202,6 +246,13 @@ app.post('/webhooks', express.raw({ type: 'application/json' }), (req, res) => {
 Or by hand: base64-decode the secret after \`whsec_\`, compute HMAC-SHA256 of
 \`<webhook-id>.<webhook-timestamp>.<raw body>\`, base64-encode it and compare it in constant time with each
 \`v1,\` entry of \`webhook-signature\`. Reject timestamps more than 5 minutes away from your clock.
+
+## Ed25519 signatures
+
+With the signature scheme \`ed25519\` (or \`both\`), \`webhook-signature\` carries \`v1a,<signature>\`: an Ed25519
+signature of the same \`<webhook-id>.<webhook-timestamp>.<raw body>\`, checked with a public key from the
+service's key set (\`GET /api/v1/signing-keys\`, a JWK Set; each key also as \`whpk_…\`). During a key rotation two
+\`v1a\` signatures are sent: accept the delivery when any one verifies.
 
 ## Rotate the secret
 
@@ -291,6 +342,7 @@ export const webhook: DestinationTypeDefinition = {
   credentialsRequired: false,
   revealedCredentials: ['secret', 'previous_secret'],
   prepareCredentials,
+  validate: (_config, credentials) => authProblems(credentials),
   target(config) {
     try {
       return new URL(String(config.url)).host
@@ -304,7 +356,11 @@ export const webhook: DestinationTypeDefinition = {
   async createPublisher(destination, context): Promise<Publisher> {
     const config = destination.config as WebhookConfig
     const customHeaders = lowerCaseKeys(config.custom_headers)
+    const scheme = config.signature_scheme ?? 'hmac'
     const credentials = destination.credentials
+    const proxyUrl = config.proxy_url ?? context.proxy
+    const proxy = proxyUrl ? parseProxyUrl(proxyUrl) : undefined
+    const auth = authenticator(credentials, { allowPrivateNetworks: context.allowPrivateNetworks, ...(proxy ? { proxy } : {}) })
     // Decoded once per publisher (it is replaced when the destination changes), not once per delivery.
     const keys = new Map<string, KeyObject>()
     const keyOf = (secret: string) => {
@@ -314,8 +370,10 @@ export const webhook: DestinationTypeDefinition = {
     }
     return {
       async publish(message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> {
-        const secrets = activeSecrets(credentials, Date.now())
-        if (secrets.length === 0) return { ok: false, error_kind: 'configuration', error: 'the webhook has no signing secret' }
+        const signatures = scheme === 'hmac' ? [] : (context.signers?.() ?? [])
+        if (scheme !== 'hmac' && signatures.length === 0) return { ok: false, error_kind: 'configuration', error: 'the engine has no Ed25519 signing key to sign with' }
+        const secrets = scheme === 'ed25519' ? [] : activeSecrets(credentials, Date.now())
+        if (scheme !== 'ed25519' && secrets.length === 0) return { ok: false, error_kind: 'configuration', error: 'the webhook has no signing secret' }
         const body = jsonBody(message)
         const timestamp = Math.floor(Date.now() / 1000)
         // Outflow's own headers come last so nothing else can replace the signature or framing.
@@ -326,9 +384,18 @@ export const webhook: DestinationTypeDefinition = {
         headers['user-agent'] = context.userAgent
         headers['webhook-id'] = message.id
         headers['webhook-timestamp'] = String(timestamp)
-        headers['webhook-signature'] = webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body)
+        // One signature per active key, space-separated: v1 (HMAC) first, then v1a (Ed25519), as Standard Webhooks lists them.
+        const v1a = signatures.map((key) => signWebhookEd25519(key.privateKey, message.id, timestamp, body))
+        headers['webhook-signature'] = [webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body), ...v1a].filter(Boolean).join(' ')
+        const http = { allowPrivateNetworks: context.allowPrivateNetworks, signal, ...(auth.tls ? { tls: auth.tls } : {}), ...(proxy ? { proxy } : {}) }
         try {
-          const response = await sendHttp(config.url, { method: 'POST', headers, body }, { allowPrivateNetworks: context.allowPrivateNetworks, signal })
+          let sent = { ...headers, ...(await auth.headers(signal)) }
+          let response = await sendHttp(config.url, { method: 'POST', headers: sent, body }, http)
+          // A refused OAuth2 token (expired or revoked early): one more try with a new one.
+          if (response.status === 401 && auth.refused(sent)) {
+            sent = { ...headers, ...(await auth.headers(signal)) }
+            response = await sendHttp(config.url, { method: 'POST', headers: sent, body }, http)
+          }
           return httpAttemptResult(response)
         } catch (err) {
           return attemptResultFromError(err)

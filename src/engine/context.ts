@@ -3,6 +3,7 @@ import type { Catalog } from '../delivery/catalog.js'
 import type { ResolvedOptions } from '../options.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
+import type { SigningKeyring } from './signing-keys.js'
 
 /** What engine operations share: storage, resolved options and the clock. */
 export interface EngineContext {
@@ -10,6 +11,8 @@ export interface EngineContext {
   options: ResolvedOptions
   /** Keys of credentials at rest; `undefined` only under `insecurePlaintextCredentials`. */
   credentialKeys: Keyring | undefined
+  /** The Ed25519 (`v1a`) signing keyring: configured, or stored and rotated by the engine. */
+  signingKeys: SigningKeyring
   /** Secret that signs tenant tokens (configured, or random per process with a warning). */
   jwtSecret: string
   /** Spans and metrics of publishes. */

@@ -9,6 +9,8 @@ export interface ReencryptResult {
   scanned: number
   reencrypted: number
   failed: number
+  /** The engine's stored Ed25519 signing keys, sealed with the same keys (counted apart from destinations). */
+  signing_keys: { scanned: number; reencrypted: number; failed: number }
 }
 
 /**
@@ -20,7 +22,7 @@ export async function reencryptCredentials(ctx: EngineContext, batchSize: number
   const keyring = ctx.credentialKeys
   if (!keyring) throw new OutflowError('validation', 'no encryption key is configured (insecurePlaintextCredentials): nothing to re-encrypt with')
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new OutflowError('validation', 'batchSize must be a positive integer', { data: { batchSize: 'must be a positive integer' } })
-  const result: ReencryptResult = { scanned: 0, reencrypted: 0, failed: 0 }
+  const result: ReencryptResult = { scanned: 0, reencrypted: 0, failed: 0, signing_keys: await ctx.signingKeys.reencrypt() }
   let after: DestinationKey | undefined
   for (;;) {
     const rows = await ctx.storage.scanCredentials(after, batchSize)

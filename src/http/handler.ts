@@ -7,7 +7,10 @@ import { createPortalServer } from './portal.js'
 import { queryRecord, validateParams, validateQuery } from './query.js'
 import { type HttpLogger, errorResponse, jsonResponse } from './responses.js'
 import { createRouter } from './router.js'
-import { type Access, Reply, routes } from './routes.js'
+import { type Access, Reply, routes, signingKeysCacheControl } from './routes.js'
+
+/** Where `outflow.fetch` also serves the signing key set, at the root of the host (beside `/api/v1`). */
+export const wellKnownSigningKeysPath = '/.well-known/webhook-signing-keys.json'
 
 export interface HttpHandlerOptions {
   /** Prefix stripped from request paths when present (default `/api/v1`); paths without it are served too. */
@@ -56,6 +59,14 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
       served.route = `${portalOptions.path}/*`
       return portal.serve(request, url)
     }
+    if (url.pathname === wellKnownSigningKeysPath && request.method === 'GET') {
+      // The key set at a stable, well-known address of the host (outflow serve, or a handler mounted at the root).
+      served.route = wellKnownSigningKeysPath
+      return outflow.getSigningKeys().then(
+        (set) => jsonResponse(200, set, { 'Cache-Control': signingKeysCacheControl }),
+        (error: unknown) => errorResponse(error, logger, { method: request.method, path: url.pathname }),
+      )
+    }
     const path = stripBasePath(url.pathname, basePath)
     let headers: Record<string, string> = {}
     try {
@@ -72,7 +83,7 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
       const tenantScope = principal?.kind === 'tenant' ? principal.tenantId : undefined
       const portalUrl = portal ? builtInPortalUrl(request, url, portalOptions.path) : undefined
       const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check, tenantScope, portalUrl })
-      if (result instanceof Reply) return jsonResponse(result.status, result.body, headers)
+      if (result instanceof Reply) return jsonResponse(result.status, result.body, { ...headers, ...result.headers })
       return jsonResponse(spec.responses[0].status, result, headers)
     } catch (error) {
       const response = errorResponse(error, logger, { method: request.method, path })

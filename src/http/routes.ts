@@ -16,6 +16,7 @@ import { ListTenantsQuerySchema, PortalSessionSchema, TenantSchema, UpsertTenant
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
 import { HealthQuerySchema, HealthReportSchema } from '../model/health.js'
 import { TopicInfoSchema } from '../model/topic.js'
+import { RotateSigningKeySchema, SigningKeySetSchema } from '../model/signing-keys.js'
 import { EnableQuerySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema, type EnableQuery } from '../model/replay.js'
 import { nestQuery, type QueryRecord } from './query.js'
 import {
@@ -62,8 +63,12 @@ export class Reply {
   constructor(
     readonly status: number,
     readonly body: unknown,
+    readonly headers: Record<string, string> = {},
   ) {}
 }
+
+/** How long receivers and caches may keep the key set: a rotation overlaps by far longer. */
+export const signingKeysCacheControl = 'public, max-age=300'
 
 export interface RouteSpec {
   method: HttpMethod
@@ -341,6 +346,19 @@ export const routes: RouteSpec[] = [
       const failed = loops.filter((l) => l.status === 'failed').map((l) => l.name)
       return new Reply(status === 'ok' ? 200 : 503, status === 'unhealthy' ? { status, failed_loops: failed } : { status })
     },
+  },
+  {
+    method: 'GET', path: '/signing-keys', operationId: 'getSigningKeys', summary: 'Public keys of Ed25519 (v1a) webhook signatures, as a JWK Set', tag: 'Service', access: 'public',
+    params: {}, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'JWK Set: the active key and previous keys still signing during a rotation (Cache-Control: public, max-age=300)', schema: SigningKeySetSchema }],
+    handle: async ({ outflow }) => new Reply(200, await outflow.getSigningKeys(), { 'Cache-Control': signingKeysCacheControl }),
+  },
+  {
+    method: 'POST', path: '/signing-keys/rotate', operationId: 'rotateSigningKey', summary: 'Rotate the Ed25519 signing key', tag: 'Service', access: 'admin',
+    params: {}, query: NoQuerySchema, body: { schema: RotateSigningKeySchema, required: false },
+    responses: [{ status: 200, description: 'The key set after the rotation: a new active key, the old one previous until its overlap ends', schema: SigningKeySetSchema }],
+    errors: [{ status: 409, description: 'The keys are configured (signing.keys): rotate them in the configuration' }],
+    handle: ({ outflow, body }) => outflow.rotateSigningKey(body),
   },
   {
     method: 'GET', path: '/openapi.json', operationId: 'openapi', summary: 'OpenAPI 3.1 document of this API', tag: 'Service', access: 'public',

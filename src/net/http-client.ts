@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { ClientTls } from './client-tls.js'
+import { proxyConnector, type EgressProxy } from './proxy.js'
 import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
 import { errorCodes, transportErrorKind } from './transport-error.js'
 
@@ -31,6 +33,10 @@ export interface HttpClientOptions {
   allowPrivateNetworks: boolean
   /** Deadline of the whole exchange (connect, headers and body); once it aborts, the exchange fails as a `timeout`. */
   signal: AbortSignal
+  /** mTLS: the client certificate to present (and the CA to pin); such connections get pools of their own. */
+  tls?: ClientTls
+  /** Send through this HTTP CONNECT proxy (the guard still checks the target's address, see proxy.ts). */
+  proxy?: EgressProxy
 }
 
 /** What is recorded of a response. */
@@ -85,9 +91,10 @@ function targetOf(url: string): Target {
 /** The key used last: already the most recent in `pools`, so using it again needs no re-insertion. */
 let lastKey: string | undefined
 
-function poolFor(target: Target, allowPrivateNetworks: boolean): Pool {
+function poolFor(target: Target, allowPrivateNetworks: boolean, tls?: ClientTls, proxy?: EgressProxy): Pool {
   const { origin } = target
-  const key = allowPrivateNetworks ? target.openKey : target.guardedKey
+  const base = allowPrivateNetworks ? target.openKey : target.guardedKey
+  const key = `${base}${tls ? ` tls ${tls.id}` : ''}${proxy ? ` via ${proxy.id}` : ''}`
   const existing = pools.get(key)
   if (existing && !existing.closed && !existing.destroyed) {
     // Re-insert so Map order stays least-recently-used first.
@@ -99,10 +106,15 @@ function poolFor(target: Target, allowPrivateNetworks: boolean): Pool {
     return existing
   }
   lastKey = key
-  const pool = new Pool(origin, {
-    connections: CONNECTIONS_PER_ORIGIN,
-    ...(allowPrivateNetworks ? {} : { connect: { lookup: guardedLookup } }),
-  })
+  const connect = {
+    ...(allowPrivateNetworks ? {} : { lookup: guardedLookup }),
+    // A pinned CA replaces the default trust store for this receiver.
+    ...(tls?.cert ? { cert: tls.cert, key: tls.key } : {}),
+    ...(tls?.ca ? { ca: tls.ca } : {}),
+  }
+  // Through a proxy the connector resolves, checks and tunnels; otherwise undici connects with the guarded lookup.
+  const connector = proxy ? proxyConnector(proxy, { guarded: !allowPrivateNetworks, ...(tls ? { tls } : {}) }) : Object.keys(connect).length ? connect : undefined
+  const pool = new Pool(origin, { connections: CONNECTIONS_PER_ORIGIN, ...(connector ? { connect: connector } : {}) })
   pools.set(key, pool)
   if (pools.size > MAX_POOLS) {
     const [oldestKey, oldest] = pools.entries().next().value as [string, Pool]
@@ -246,7 +258,7 @@ export async function sendHttp(url: string, init: HttpRequestInit, options: Http
   const { signal } = options
   try {
     if (signal.aborted) throw signal.reason
-    const pool = poolFor(target, options.allowPrivateNetworks)
+    const pool = poolFor(target, options.allowPrivateNetworks, options.tls, options.proxy)
     const request = { path: target.path, method: init.method, headers: init.headers, body: init.body }
     return await new Promise<HttpResponseSummary>((resolve, reject) => pool.dispatch(request, new ResponseCollector(signal, resolve, reject)))
   } catch (err) {

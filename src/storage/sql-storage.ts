@@ -7,6 +7,7 @@ import * as ordering from './sql-ordering.js'
 import * as rate from './sql-rate.js'
 import * as replays from './sql-replays.js'
 import * as retention from './sql-retention.js'
+import * as signing from './sql-signing-keys.js'
 import type { Storage } from './storage.js'
 
 /** The Storage port over a dialect's SqlContext; drivers add migrate/close. */
@@ -63,5 +64,8 @@ export function createSqlStorage(
     promoteWaitingDeliveries: (now) => ordering.promoteWaiting(ctx, now),
     insertPortalCode: (code, now) => portal.insertPortalCode(ctx, code, now),
     takePortalCode: (hash) => portal.takePortalCode(ctx, hash),
+    listSigningKeys: () => signing.listSigningKeys(ctx),
+    insertSigningKey: (key, retireActiveAt, now) => signing.insertSigningKey(ctx, key, retireActiveAt, now),
+    replaceSigningKeySecret: (kid, from, to) => signing.replaceSigningKeySecret(ctx, kid, from, to),
   }
 }

@@ -196,6 +196,17 @@ export interface Storage {
    * is none. Atomic: a code used twice at once, on one instance or several, is returned once.
    */
   takePortalCode(codeHash: string): Promise<PortalCodeRecord | null>
+  // --- Ed25519 signing keys (receiver trust issue) ------------------------------------------------
+  /** Every stored signing key (active and previous), oldest first. */
+  listSigningKeys(): Promise<SigningKeyRecord[]>
+  /**
+   * Insert a key as the active one. Without `retireActiveAt`: only when no key is active (false when one
+   * is: another instance generated it first). With it, atomically: the active key becomes a previous key
+   * retiring at `retireActiveAt`, and keys retired by `now` are deleted.
+   */
+  insertSigningKey(key: Omit<SigningKeyRecord, 'active' | 'retires_at'>, retireActiveAt: Date | undefined, now: Date): Promise<boolean>
+  /** Replace a key's sealed secret if it is still `from` (re-encryption); whether it was. */
+  replaceSigningKeySecret(kid: string, from: string, to: string): Promise<boolean>
 
   // --- operations --------------------------------------------------------------------------
   /** Deliveries due at `now` (pending, not parked) and the oldest one's due time: one index range. */
@@ -245,6 +256,17 @@ export interface PortalCodeRecord {
   tenant_id: string
   tenant_created_at: Date
   expires_at: Date
+}
+
+/** A stored Ed25519 signing key: `secret` is the sealed `whsk_` key, `public_key` the raw key (base64url). */
+export interface SigningKeyRecord {
+  kid: string
+  public_key: string
+  secret: string
+  /** The key that signs; previous keys sign too until `retires_at`. */
+  active: boolean
+  created_at: Date
+  retires_at: Date | null
 }
 
 export interface TenantSummary {

@@ -11,6 +11,7 @@ import postgresJs from 'postgres'
 import { Webhook } from 'standardwebhooks'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createOutflow } from '../../src/create-outflow.js'
+import { keyFromSeed } from '../../src/net/ed25519.js'
 import type { Outflow } from '../../src/engine.js'
 import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
@@ -136,6 +137,35 @@ for (const storage of storages) {
       }
     })
 
+    it('publishes the Ed25519 key set at /api/v1/signing-keys and /.well-known/webhook-signing-keys.json, generated and stored, or from OUTFLOW_SIGNING_KEYS', async () => {
+      const { env, open } = await storage.create()
+      const generated = outflow(['serve'], { ...env, OUTFLOW_API_KEY: apiKey, PORT: '0', OUTFLOW_DELIVERY_WORKER: 'false' })
+      const { url } = (await generated.logged('listening')) as unknown as { url: string }
+      const stored = (await (await fetch(`${url}/api/v1/signing-keys`)).json()) as { keys: { kid: string; status: string }[] }
+      expect(stored.keys.map((k) => k.status)).toEqual(['active'])
+      const wellKnown = await fetch(`${url}/.well-known/webhook-signing-keys.json`)
+      expect(wellKnown.headers.get('cache-control')).toBe('public, max-age=300')
+      expect(await wellKnown.json()).toEqual(stored)
+      generated.proc.kill('SIGTERM')
+      expect(await generated.exited).toBe(0)
+      const reader: Outflow = await open()
+      try {
+        expect((await reader.storage.listSigningKeys()).map((k) => k.kid)).toEqual([stored.keys[0]!.kid])
+      } finally {
+        await reader.close()
+      }
+
+      const seed = Buffer.alloc(32, 9)
+      const configured = outflow(['serve'], { ...env, OUTFLOW_API_KEY: apiKey, PORT: '0', OUTFLOW_DELIVERY_WORKER: 'false', OUTFLOW_SIGNING_KEYS: `whsk_${seed.toString('base64')}` })
+      const second = ((await configured.logged('listening')) as unknown as { url: string }).url
+      const set = (await (await fetch(`${second}/api/v1/signing-keys`)).json()) as { keys: { kid: string }[] }
+      expect(set.keys.map((k) => k.kid)).toEqual([keyFromSeed(seed).kid])
+      const rotate = await fetch(`${second}/api/v1/signing-keys/rotate`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } })
+      expect(rotate.status).toBe(409)
+      configured.proc.kill('SIGTERM')
+      expect(await configured.exited).toBe(0)
+    })
+
     it('migrate creates the tables and exits 0', async () => {
       const { env } = await storage.create()
       const cwd = mkdtempSync(join(dir, 'migrate-'))
@@ -161,7 +191,7 @@ for (const storage of storages) {
       // A drain timeout longer than the test's: the process must not wait for it after close().
       const run = outflow(['reencrypt'], { ...env, OUTFLOW_ENCRYPTION_KEY: newKey, OUTFLOW_PREVIOUS_ENCRYPTION_KEYS: previous, OUTFLOW_DELIVERY_DRAIN_TIMEOUT_MS: '600000' })
       expect(await run.exited).toBe(0)
-      expect(JSON.parse(run.state.stdout.trim().split('\n').at(-1)!)).toEqual({ scanned: 1, reencrypted: 1, failed: 0 })
+      expect(JSON.parse(run.state.stdout.trim().split('\n').at(-1)!)).toEqual({ scanned: 1, reencrypted: 1, failed: 0, signing_keys: { scanned: 1, reencrypted: 1, failed: 0 } })
       const after = await open({ encryptionKey: newKey })
       try {
         expect((await after.listDestinations('acme'))[0]!.credentials).toEqual({ token: 'rela****' })

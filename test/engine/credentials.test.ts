@@ -86,7 +86,7 @@ for (const kind of engineKinds()) {
       for (const [id, n] of Object.entries(expected)) expect((await rotated.getDestination('rot', id)).credentials.secret).toBe(secret(n))
       const before = await rows(storage)
 
-      expect(await rotated.reencryptCredentials({ batchSize: 2 })).toEqual({ scanned: 6, reencrypted: 5, failed: 1 })
+      expect(await rotated.reencryptCredentials({ batchSize: 2 })).toEqual({ scanned: 6, reencrypted: 5, failed: 1, signing_keys: { scanned: 1, reencrypted: 1, failed: 0 } })
       const after = await rows(storage)
       const newId = createKeyring([newKey]).current.id
       for (const id of Object.keys(expected)) expect(after.get(id)).toMatch(new RegExp(`^enc:v2:${newId}:`))
@@ -94,7 +94,7 @@ for (const kind of engineKinds()) {
       // The newest key alone now reads every row; a second run has nothing to do.
       const onlyNew = await kind.create({ storage, encryptionKey: newKey, logger, delivery: { worker: false } })
       for (const [id, n] of Object.entries(expected)) expect((await onlyNew.getDestination('rot', id)).credentials.secret).toBe(secret(n))
-      expect(await onlyNew.reencryptCredentials()).toEqual({ scanned: 6, reencrypted: 0, failed: 1 })
+      expect(await onlyNew.reencryptCredentials()).toEqual({ scanned: 6, reencrypted: 0, failed: 1, signing_keys: { scanned: 1, reencrypted: 0, failed: 0 } })
     })
   })
 }
@@ -124,7 +124,7 @@ describe('credentials key file: sqlite file', () => {
     const again = await createOutflow({ storage: sqlite({ path }), auth: false, jwtSecret, delivery: { worker: false } })
     try {
       expect((await again.getDestination('acme', d.id)).credentials).toEqual({ username: 'u', password: 'brok****' })
-      expect(await again.reencryptCredentials()).toEqual({ scanned: 1, reencrypted: 0, failed: 0 })
+      expect(await again.reencryptCredentials()).toEqual({ scanned: 1, reencrypted: 0, failed: 0, signing_keys: { scanned: 1, reencrypted: 0, failed: 0 } })
     } finally {
       await again.close()
     }

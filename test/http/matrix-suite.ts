@@ -57,6 +57,8 @@ const expectations: Record<string, [admin: number, own: number, other: number, n
   'GET /metrics/events':                                                                 [200, 200, 200, 401],
   'GET /metrics/attempts':                                                               [200, 200, 200, 401],
   'GET /healthz':                                                                        [200, 200, 200, 200],
+  'GET /signing-keys':                                                                   [200, 200, 200, 200],
+  'POST /signing-keys/rotate':                                                           [200, 403, 403, 401],
   'GET /openapi.json':                                                                   [200, 200, 200, 200],
 }
 
@@ -110,6 +112,8 @@ const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
   'GET /metrics/events': async () => ({ path: '/metrics/events?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&granularity=1h&measures[]=count' }),
   'GET /metrics/attempts': async () => ({ path: '/metrics/attempts?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&measures[0]=count&dimensions[0]=status' }),
   'GET /healthz': async () => ({ path: '/healthz' }),
+  'GET /signing-keys': async () => ({ path: '/signing-keys' }),
+  'POST /signing-keys/rotate': async () => ({ path: '/signing-keys/rotate', json: { overlap: '1h' } }),
   'GET /openapi.json': async () => ({ path: '/openapi.json' }),
 }
 

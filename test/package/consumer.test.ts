@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import { execFile, spawn } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -135,6 +136,20 @@ describe.runIf(reachable)('a consumer project installing the packed tarball', { 
     writeFileSync(join(consumer, 'probe.mjs'), `import http from 'node:http'\nimport { createOutflow, OutflowError } from 'outflow'\nimport { sqlite } from 'outflow/sqlite'\nconsole.log(JSON.stringify(await (async () => {${probeBody}})()))`)
     const { stdout } = await run(process.execPath, ['probe.mjs'], { cwd: consumer, ...probeTimeout })
     expect(JSON.parse(stdout)).toEqual(expected)
+  })
+
+  it('gives receivers outflow/verify, as ESM and as CommonJS, checking a v1 signature', async () => {
+    const secret = `whsec_${Buffer.alloc(32, 5).toString('base64')}`
+    const timestamp = Math.floor(Date.now() / 1000)
+    const signature = createHmac('sha256', Buffer.alloc(32, 5)).update(`evt_1.${timestamp}.{"a":1}`).digest('base64')
+    const headers = JSON.stringify({ 'webhook-id': 'evt_1', 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` })
+    const call = `verifyWebhook('{"a":1}', ${headers}, { secret: '${secret}' }).then((r) => console.log(JSON.stringify(r)))`
+    writeFileSync(join(alone, 'verify.mjs'), `import { verifyWebhook } from 'outflow/verify'\n${call}`)
+    writeFileSync(join(alone, 'verify.cjs'), `const { verifyWebhook } = require('outflow/verify')\n${call}`)
+    for (const file of ['verify.mjs', 'verify.cjs']) {
+      const { stdout } = await run(process.execPath, [file], { cwd: alone, ...probeTimeout })
+      expect(JSON.parse(stdout), file).toEqual({ id: 'evt_1', timestamp, payload: { a: 1 }, scheme: 'v1' })
+    }
   })
 
   it('runs as CommonJS (require), without require(esm)', async () => {

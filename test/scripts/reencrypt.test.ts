@@ -31,7 +31,7 @@ describe('npm run reencrypt (scripts/reencrypt.ts)', () => {
     proc.stdout.on('data', (c: Buffer) => (out += c.toString()))
     const code = await new Promise((resolve) => proc.on('exit', resolve))
     expect(code).toBe(0)
-    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ scanned: 1, reencrypted: 1, failed: 0 })
+    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ scanned: 1, reencrypted: 1, failed: 0, signing_keys: { scanned: 1, reencrypted: 1, failed: 0 } })
 
     const after = await createOutflow({ storage: sqlite({ path }), auth: false, encryptionKey: newKey, delivery: { worker: false } })
     try {

@@ -219,8 +219,26 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [index('portal_codes_expires_idx').on(t.expires_at)],
   )
-  return { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes }
+
+  /**
+   * The engine's Ed25519 signing keys (`v1a` signatures, published as a JWK Set). `secret` is sealed like
+   * destination credentials. `active` is true on the one key that signs and null on previous keys, so a
+   * unique index allows one active key however many instances generate or rotate at once.
+   */
+  const signing_keys = table(
+    'signing_keys',
+    {
+      kid: text('kid').primaryKey(),
+      public_key: text('public_key').notNull(),
+      secret: text('secret').notNull(),
+      active: boolean('active'),
+      created_at: ts('created_at').notNull(),
+      retires_at: ts('retires_at'),
+    },
+    (t) => [uniqueIndex('signing_keys_active_idx').on(t.active)],
+  )
+  return { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes, signing_keys }
 }
 
 // The tables in `public`, for drizzle-kit (drizzle.postgres.config.ts generates the committed migrations from them).
-export const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes, delivery_order_seq } = postgresTables()
+export const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes, signing_keys, delivery_order_seq } = postgresTables()

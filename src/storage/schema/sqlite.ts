@@ -187,3 +187,17 @@ export const portal_codes = sqliteTable(
   },
   (t) => [index('portal_codes_expires_idx').on(t.expires_at)],
 )
+
+/** The engine's Ed25519 signing keys (see schema/postgres.ts). */
+export const signing_keys = sqliteTable(
+  'signing_keys',
+  {
+    kid: text('kid').primaryKey(),
+    public_key: text('public_key').notNull(),
+    secret: text('secret').notNull(),
+    active: bool('active'),
+    created_at: ts('created_at').notNull(),
+    retires_at: ts('retires_at'),
+  },
+  (t) => [uniqueIndex('signing_keys_active_idx').on(t.active)],
+)

@@ -128,8 +128,20 @@ class StorageWatch {
   }
 }
 
-/** Whether a case may write: every method but GET, HEAD and OPTIONS, and the portal redirect (a GET that stores a sign-in code). */
-const writes = (c: FuzzCase) => !['GET', 'HEAD', 'OPTIONS'].includes(c.method.toUpperCase()) || /\/tenants\/[^/?]+\/portal\/?(\?|$)/.test(c.url)
+/**
+ * Whether a case may write: every method but GET, HEAD and OPTIONS, and the portal redirect (a GET that stores a
+ * sign-in code), also by a path that dot segments lead to it (`/tenants/acme/portal/../portal`), as the URL parser resolves them.
+ */
+const writes = (c: FuzzCase) =>
+  !['GET', 'HEAD', 'OPTIONS'].includes(c.method.toUpperCase()) || /\/tenants\/[^/?]+\/portal\/?$/.test(resolvedPath(c.url))
+
+function resolvedPath(url: string): string {
+  try {
+    return new URL(url, 'http://outflow.test').pathname
+  } catch {
+    return url
+  }
+}
 
 function authorization(auth: Auth, tokens: Record<'acme' | 'globex', string>): Record<string, string> {
   switch (auth) {
