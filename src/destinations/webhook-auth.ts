@@ -90,8 +90,10 @@ export function authProblems(credentials: Record<string, unknown>): Record<strin
 /** What a publisher adds to each request to authenticate. */
 export interface Authenticator {
   tls?: ClientTls
-  /** The auth header(s) of the next request. */
-  headers(signal: AbortSignal): Promise<Record<string, string>>
+  /** Headers that never change (basic, bearer, a secret header): set once per request without waiting. */
+  fixed: Record<string, string>
+  /** OAuth2 only: the token header of the next request (fetched or cached). */
+  headers?(signal: AbortSignal): Promise<Record<string, string>>
   /** The receiver answered 401 to `sent`: true when a new token was asked for, so the request is worth sending once more. */
   refused(sent: Record<string, string>): boolean
 }
@@ -110,6 +112,7 @@ export function authenticator(credentials: Record<string, unknown>, { allowPriva
     const tokens = new TokenSource({ tokenUrl, clientId, clientSecret, scope: str('oauth2_scope'), audience: str('oauth2_audience') }, { allowPrivateNetworks, ...(proxy ? { proxy } : {}) })
     return {
       tls,
+      fixed,
       headers: async (signal) => ({ authorization: `Bearer ${await tokens.token(signal)}` }),
       refused: (sent) => {
         const token = sent.authorization?.slice('Bearer '.length)
@@ -118,5 +121,5 @@ export function authenticator(credentials: Record<string, unknown>, { allowPriva
       },
     }
   }
-  return { tls, headers: async () => fixed, refused: () => false }
+  return { tls, fixed, refused: () => false }
 }

@@ -94,7 +94,7 @@ let lastKey: string | undefined
 function poolFor(target: Target, allowPrivateNetworks: boolean, tls?: ClientTls, proxy?: EgressProxy): Pool {
   const { origin } = target
   const base = allowPrivateNetworks ? target.openKey : target.guardedKey
-  const key = `${base}${tls ? ` tls ${tls.id}` : ''}${proxy ? ` via ${proxy.id}` : ''}`
+  const key = tls || proxy ? `${base}${tls ? ` tls ${tls.id}` : ''}${proxy ? ` via ${proxy.id}` : ''}` : base
   const existing = pools.get(key)
   if (existing && !existing.closed && !existing.destroyed) {
     // Re-insert so Map order stays least-recently-used first.
