@@ -76,8 +76,9 @@ for (const kind of engineKinds()) {
 
     it('goes on after an exhausted delivery by default (skip)', async () => {
       const d = await fifo('/skip', 's', { max_attempts: 2 })
-      const [first] = await outflow.publishMany([{ tenant_id: T, topic: 's', data: { key: 'k', n: 1000 } }])
-      poisoned.add(first!.id)
+      // Poisoned before it is published: its first attempt can start before publishMany has answered.
+      poisoned.add('skip-first')
+      const [first] = await outflow.publishMany([{ id: 'skip-first', tenant_id: T, topic: 's', data: { key: 'k', n: 1000 } }])
       const [second] = await outflow.publishMany([{ tenant_id: T, topic: 's', data: { key: 'k', n: 1001 } }])
       await waitFor(() => at('/skip').some((r) => r.id === second!.id && r.ok), 10_000, 'the second event')
       expect(at('/skip').map((r) => [r.n, r.ok])).toEqual([[1000, false], [1000, false], [1001, true]])
@@ -86,8 +87,8 @@ for (const kind of engineKinds()) {
 
     it('holds the key behind an exhausted delivery with on_exhausted: "block" until it is retried and succeeds', async () => {
       const d = await fifo('/block', 'b', { max_attempts: 2, on_exhausted: 'block' })
-      const [first] = await outflow.publishMany([{ tenant_id: T, topic: 'b', data: { key: 'k', n: 2000 } }])
-      poisoned.add(first!.id)
+      poisoned.add('block-first')
+      const [first] = await outflow.publishMany([{ id: 'block-first', tenant_id: T, topic: 'b', data: { key: 'k', n: 2000 } }])
       const [second] = await outflow.publishMany([{ tenant_id: T, topic: 'b', data: { key: 'k', n: 2001 } }])
       await waitFor(async () => (await outflow.listDeliveries(T, first!.id).catch(() => [])).length === 2, 10_000, 'both attempts of the first event')
       // Nothing can make the second one due: no waiting delivery is free to go.
