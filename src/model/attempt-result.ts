@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 
 /**
- * Why an attempt failed, recorded on the attempt so the log says why (README › Failure kinds). Values are
+ * Why an attempt failed, recorded on the attempt so the log says why (docs/delivery.md › Failure kinds). Values are
  * only ever added: rows stored by earlier releases keep their meaning.
  */
 export const errorKinds = {
