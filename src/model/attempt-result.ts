@@ -46,4 +46,5 @@ export const AttemptResultSchema = v.object({
   /** The receiver asked never to be called again (410 Gone): disable the destination. */
   disable: v.optional(v.boolean()),
 })
+/** What a destination publisher reports for one attempt: success or failure, with the status, answer excerpt and error kind. */
 export type AttemptResult = v.InferOutput<typeof AttemptResultSchema>
