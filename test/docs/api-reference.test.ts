@@ -30,5 +30,5 @@ describe('the API reference (npm run docs)', () => {
     const problems = lines.filter((line) => /^\[(warning|error)\]/.test(line) && !/multiple declarations with a comment|^\[warning\] Found \d+ errors/.test(line))
     expect(problems).toEqual([])
     expect(code).toBe(0)
-  }, 240_000)
+  }, 300_000)
 })
