@@ -4,7 +4,9 @@ import { type HttpHandlerOptions, createHttpHandler } from '../src/http/handler.
 import { hostBodyError, toWebRequest } from '../src/http/node.js'
 import { errorResponse } from '../src/http/responses.js'
 
+/** Options of the Fastify plugins: the engine to serve, and the handler options (`basePath`, `logger`). */
 export interface OutflowFastifyOptions extends HttpHandlerOptions {
+  /** The engine whose API (or portal) the plugin serves. */
   outflow: Outflow
 }
 

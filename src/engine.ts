@@ -76,7 +76,9 @@ export interface EngineServices {
 // `any` by default: `publish` makes T contravariant, so no narrower default would accept every engine.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export class Outflow<T extends TopicsOption | undefined = any> extends EventEmitter<OutflowEvents> {
+  /** The options the engine runs with, defaults filled in. */
   readonly options: ResolvedOptions
+  /** The storage the engine was given, opened and migrated. */
   readonly storage: Storage
   /** The engine's spans and metrics; the HTTP layer records API latency through it. */
   readonly telemetry: Telemetry
@@ -215,9 +217,11 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   }
 
   // --- tenants ---
+  /** Tenants a page at a time, newest first by default, with the total `count`. */
   listTenants(query?: ListTenantsQuery): Promise<Page<Tenant> & { count: number }> {
     return tenants.listTenants(this.#ctx, query)
   }
+  /** One tenant; a 404 `not_found` when it does not exist. */
   getTenant(tenantId: string): Promise<Tenant> {
     return tenants.getTenant(this.#ctx, tenantId)
   }
@@ -225,6 +229,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   upsertTenant(tenantId: string, body?: unknown): Promise<{ tenant: Tenant; created: boolean }> {
     return tenants.upsertTenant(this.#ctx, tenantId, body)
   }
+  /** Delete a tenant with its destinations, events, deliveries and attempts, atomically. */
   deleteTenant(tenantId: string): Promise<{ success: true }> {
     return tenants.deleteTenant(this.#ctx, tenantId)
   }
@@ -249,6 +254,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   exchangePortalCode(body: unknown): Promise<{ token: string; tenant_id: string }> {
     return portal.exchangePortalCode(this.#ctx, body)
   }
+  /** A tenant token (an HS256 JWT for 24 hours) that lets the tenant use its own part of the API. */
   getTenantToken(tenantId: string): Promise<{ token: string; tenant_id: string }> {
     return tenants.getTenantToken(this.#ctx, tenantId)
   }
@@ -264,6 +270,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   }
 
   // --- destinations ---
+  /** A tenant's destinations, optionally only some `type`s or `topics`. */
   listDestinations(tenantId: string, query?: ListDestinationsQuery): Promise<Destination[]> {
     return destinations.listDestinations(this.#ctx, tenantId, query)
   }
@@ -271,6 +278,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   async createDestination(tenantId: string, body: unknown): Promise<Destination> {
     return this.#noteDeprecatedTopics(await destinations.createDestination(this.#ctx, tenantId, body), 'created')
   }
+  /** One destination of a tenant, credentials masked. */
   getDestination(tenantId: string, destinationId: string): Promise<Destination> {
     return destinations.getDestination(this.#ctx, tenantId, destinationId)
   }
@@ -286,6 +294,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
     this.options.logger.warn({ destination_id: destination.id, deprecated_topics: deprecated }, `destination ${change} with deprecated topics: ${replaced}`)
     return { ...destination, deprecated_topics: deprecated }
   }
+  /** Delete a destination and cancel its pending deliveries. */
   deleteDestination(tenantId: string, destinationId: string): Promise<{ success: true }> {
     return destinations.deleteDestination(this.#ctx, tenantId, destinationId)
   }
@@ -303,6 +312,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
     if (recovery) destination.recovery = recovery
     return destination
   }
+  /** Disable a destination: its queued deliveries wait, and events published meanwhile are recorded as skipped. */
   disableDestination(tenantId: string, destinationId: string): Promise<Destination> {
     return destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, true)
   }
@@ -332,9 +342,11 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   cancelReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
     return replays.cancelReplay(this.#ctx, tenantId, destinationId, jobId)
   }
+  /** Every destination type with its fields, icon and instructions, for forms. */
   async listDestinationTypes(): Promise<DestinationTypeSchema[]> {
     return destinations.listDestinationTypes()
   }
+  /** One destination type's fields, icon and instructions. */
   async getDestinationType(type: string): Promise<DestinationTypeSchema> {
     return destinations.getDestinationType(type)
   }
@@ -400,9 +412,11 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   listAdminEvents(query?: ListAdminEventsQuery): Promise<Page<Event>> {
     return events.listAdminEvents(this.#ctx, query)
   }
+  /** A tenant's event log a page at a time: one row per event and destination, filtered by status, topic, destination or time. */
   listEvents(tenantId: string, query?: ListEventsQuery): Promise<Page<Event>> {
     return events.listEvents(this.#ctx, tenantId, query)
   }
+  /** One event of a tenant (for one destination with `destination_id`). */
   getEvent(tenantId: string, eventId: string, query?: { destination_id?: unknown }): Promise<Event> {
     return events.getEvent(this.#ctx, tenantId, eventId, query)
   }
@@ -528,6 +542,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
     this.options.logger.info({ worker_id: this.#worker.id }, 'outflow stopped')
   }
 
+  /** Whether `close()` has been called. */
   get closed(): boolean {
     return this.#closed
   }

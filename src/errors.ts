@@ -13,6 +13,7 @@ export const errorStatus = {
   unavailable: 503,
 } as const
 
+/** What went wrong, as a code (`validation`, `not_found`, `unavailable`, …); `errorStatus` maps it to the HTTP status. */
 export type OutflowErrorCode = keyof typeof errorStatus
 
 /** Field path -> what is wrong with it, e.g. `{ "config.url": "required" }`. */
@@ -42,9 +43,13 @@ export interface OutflowErrorOptions {
  * throw new OutflowError('validation', 'validation error', { data: { 'config.url': 'required' } })
  */
 export class OutflowError extends Error {
+  /** What went wrong; the same code an HTTP client sees as the status. */
   readonly code: OutflowErrorCode
+  /** The HTTP status of the code (422 for `validation`, …). */
   readonly status: number
+  /** Which fields or parameters were wrong, and how, when the error is about input. */
   readonly data?: ErrorData
+  /** Headers the HTTP answer carries (`Retry-After` on `unavailable`, `Allow` on a 405). */
   readonly headers?: Record<string, string>
 
   constructor(code: OutflowErrorCode, message: string, options: OutflowErrorOptions = {}) {

@@ -4,9 +4,13 @@
  * with these four methods. Fields never carry a secret, a credential or a payload body.
  */
 export interface Logger {
+  /** Every attempt that succeeded, and other detail. */
   debug(fields: Record<string, unknown>, message: string): void
+  /** What the engine did: start, stop, an attempt that failed and will be retried. */
   info(fields: Record<string, unknown>, message: string): void
+  /** What needs attention: a delivery that failed for good, a disabled destination, a storage outage. */
   warn(fields: Record<string, unknown>, message: string): void
+  /** What went wrong inside the engine: a failed storage call, a loop that threw. */
   error(fields: Record<string, unknown>, message: string): void
 }
 

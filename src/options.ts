@@ -169,6 +169,7 @@ export const OptionsSchema = v.object({
   ),
 })
 
+/** The options of `createOutflow`: storage, keys, topics, portal, delivery, alerts, retention, telemetry and logging (see docs/embedding.md › Options). */
 export type OutflowOptions = Omit<v.InferInput<typeof OptionsSchema>, 'topics'> & {
   /**
    * Allowed topics: an array of names, or the event catalog, a map of name -> `{ description, schema,

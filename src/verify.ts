@@ -14,6 +14,7 @@ export class WebhookVerificationError extends Error {
 /** One Ed25519 public key: `whpk_` + base64, a JWK (`kty: "OKP"`, `crv: "Ed25519"`, `x`), or raw 32 bytes. */
 export type PublicKeyInput = string | { kty: string; crv: string; x: string; kid?: string } | Uint8Array
 
+/** What a verifier checks signatures with (a secret, pinned public keys or a key-set URL) and how strict it is about time. */
 export interface VerifierOptions {
   /** `whsec_` secret(s) of the destination: `v1` (HMAC-SHA256) signatures are checked with them. */
   secret?: string | string[]
@@ -38,7 +39,9 @@ export interface VerifierOptions {
 
 /** What a verified delivery carried. */
 export interface VerifiedWebhook {
+  /** The `webhook-id`: the event id, the same on every retry (de-duplicate on it). */
   id: string
+  /** The `webhook-timestamp` of the attempt, in unix seconds. */
   timestamp: number
   /** The raw body, parsed as JSON. */
   payload: unknown

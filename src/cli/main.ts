@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `outflow` command (package.json `bin`): run Outflow as a service from environment variables
-// and/or a JSON config file. README › Running the service lists every setting.
+// and/or a JSON config file. docs/operating.md › Running the service lists every setting.
 import { parseArgs } from 'node:util'
 import pkg from '../../package.json' with { type: 'json' }
 import { createOutflow } from '../create-outflow.js'

@@ -21,7 +21,7 @@ export interface Variable {
 const variable = (name: string, path: string, kind: Kind = 'string'): Variable => ({ name, path, kind })
 
 /**
- * Every environment variable of the CLI. The engine's options (README › Options) are named after
+ * Every environment variable of the CLI. The engine's options (docs/embedding.md › Options) are named after
  * their path: `delivery.timeoutMs` is `OUTFLOW_DELIVERY_TIMEOUT_MS`.
  */
 export const variables: readonly Variable[] = [

@@ -7,10 +7,15 @@ import type { DestinationTypeName, DestinationTypeSchema } from '../model/destin
 export interface DeliveryMessage {
   /** The published event id (the same for every destination). */
   id: string
+  /** The tenant of the event. */
   tenant_id: string
+  /** The destination this message goes to. */
   destination_id: string
+  /** The event's topic. */
   topic: string
+  /** The event's time. */
   time: Date
+  /** The event's payload. */
   data: unknown
   /** `data` as the JSON text the storage holds, when it kept it: sent as it is (see `jsonBody`). */
   data_json?: string
@@ -56,8 +61,11 @@ export interface PublishOptions {
   signal: AbortSignal
 }
 
+/** Sends messages to one destination; created per destination by its type's `createPublisher` and reused. */
 export interface Publisher {
+  /** Make one attempt; failures are reported in the result, not thrown. */
   publish(message: DeliveryMessage, options: PublishOptions): Promise<AttemptResult>
+  /** Release the publisher's connections (when the destination changes or the engine closes). */
   close(): Promise<void>
 }
 

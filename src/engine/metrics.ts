@@ -16,6 +16,7 @@ import { bucketSeconds, bucketSlots } from './metric-buckets.js'
 
 /** A caller limited to one tenant (a tenant token): its queries see only that tenant. */
 export interface MetricsScope {
+  /** The only tenant the caller may see. */
   tenantId: string
 }
 

@@ -5,9 +5,13 @@ import type { Storage } from '../storage/storage.js'
 
 /** What one pruning pass deleted; `locked`: another instance holds the pruner lock, so this one did nothing. */
 export interface PruneResult {
+  /** Events deleted. */
   events: number
+  /** Deliveries deleted with them. */
   deliveries: number
+  /** Attempts deleted with them. */
   attempts: number
+  /** Whether another instance held the pruner lock, so this pass deleted nothing. */
   locked: boolean
 }
 

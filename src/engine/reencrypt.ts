@@ -6,11 +6,21 @@ import type { EngineContext } from './context.js'
 
 /** What `reencryptCredentials` did: rows looked at, rows rewritten, rows that could not be read. */
 export interface ReencryptResult {
+  /** Destinations read. */
   scanned: number
+  /** Destinations rewritten under the newest key. */
   reencrypted: number
+  /** Destinations whose credentials no configured key could read (each is logged). */
   failed: number
   /** The engine's stored Ed25519 signing keys, sealed with the same keys (counted apart from destinations). */
-  signing_keys: { scanned: number; reencrypted: number; failed: number }
+  signing_keys: {
+    /** Keys read. */
+    scanned: number
+    /** Keys rewritten under the newest key. */
+    reencrypted: number
+    /** Keys no configured key could read. */
+    failed: number
+  }
 }
 
 /**

@@ -58,7 +58,7 @@ async function insertJobs(ctx: EngineContext, tenantId: string, destinationIds: 
   return inserted
 }
 
-/** Start a replay of one destination's deliveries (a durable job; see README › Replay). */
+/** Start a replay of one destination's deliveries (a durable job; see docs/delivery.md › Replay). */
 export async function replayDestination(ctx: EngineContext, tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
   const c = criteria(ctx, parseInput(ReplaySchema, body))
   await requireTenant(ctx, tenantId)

@@ -12,6 +12,7 @@ import { type Access, Reply, routes, signingKeysCacheControl } from './routes.js
 /** Where `outflow.fetch` also serves the signing key set, at the root of the host (beside `/api/v1`). */
 export const wellKnownSigningKeysPath = '/.well-known/webhook-signing-keys.json'
 
+/** How an HTTP mount of the API is set up: its path prefix and where its faults are logged. */
 export interface HttpHandlerOptions {
   /** Prefix stripped from request paths when present (default `/api/v1`); paths without it are served too. */
   basePath?: string

@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 
 /**
- * Why an attempt failed, recorded on the attempt so the log says why (README › Failure kinds). Values are
+ * Why an attempt failed, recorded on the attempt so the log says why (docs/delivery.md › Failure kinds). Values are
  * only ever added: rows stored by earlier releases keep their meaning.
  */
 export const errorKinds = {
@@ -46,4 +46,5 @@ export const AttemptResultSchema = v.object({
   /** The receiver asked never to be called again (410 Gone): disable the destination. */
   disable: v.optional(v.boolean()),
 })
+/** What a destination publisher reports for one attempt: success or failure, with the status, answer excerpt and error kind. */
 export type AttemptResult = v.InferOutput<typeof AttemptResultSchema>

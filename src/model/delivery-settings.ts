@@ -29,8 +29,11 @@ const DelayListSchema = v.pipe(
 /** Exponential delays: `base * factor^(n-1)` ms after the n-th failed attempt, each spread by ±`jitter`. */
 const ExponentialScheduleSchema = v.strictObject(
   {
+    /** The delay after the first failed attempt, in ms. */
     base: int(1, deliveryLimits.maxBaseMs, 'a delay in ms'),
+    /** How much each delay grows over the one before (default 2). */
     factor: v.optional(v.pipe(v.number('must be a number between 1 and 10'), v.minValue(1, 'must be a number between 1 and 10'), v.maxValue(deliveryLimits.maxFactor, 'must be a number between 1 and 10'))),
+    /** How much each delay is spread, 0–1 (default: the engine's `delivery.retry.jitter`). */
     jitter: v.optional(v.pipe(v.number('must be a number between 0 and 1'), v.minValue(0, 'must be a number between 0 and 1'), v.maxValue(1, 'must be a number between 0 and 1'))),
   },
   'unexpected field',
@@ -50,11 +53,13 @@ const TimeoutSchema = v.pipe(
 const RateLimitSchema = v.pipe(
   v.strictObject(
     {
+      /** Attempts per second, counted across every instance. */
       per_second: v.pipe(
         v.number(`must be a number between ${deliveryLimits.minPerSecond} and ${deliveryLimits.maxPerSecond}`),
         v.minValue(deliveryLimits.minPerSecond, `must be a number between ${deliveryLimits.minPerSecond} and ${deliveryLimits.maxPerSecond}`),
         v.maxValue(deliveryLimits.maxPerSecond, `must be a number between ${deliveryLimits.minPerSecond} and ${deliveryLimits.maxPerSecond}`),
       ),
+      /** Attempts that may start at once after a quiet spell (default: half a second's worth). */
       burst: v.optional(v.pipe(int(1, deliveryLimits.maxBurst), v.description('Attempts that may start at once after a quiet spell (default: half a second\'s worth, at least 1).'))),
     },
     'unexpected field',
@@ -87,12 +92,19 @@ const OrderingKeySchema = v.pipe(
  */
 export const DeliverySettingsSchema = v.strictObject(
   {
+    /** Attempts in all, the first included (1: no retries). */
     max_attempts: v.optional(MaxAttemptsSchema),
+    /** The delays after the 1st, 2nd, … failed attempt. */
     schedule: v.optional(ScheduleSchema),
+    /** The attempt deadline instead of the engine's `delivery.timeoutMs`. */
     timeout_ms: v.optional(TimeoutSchema),
+    /** At most this many attempts per second to the destination, across every instance. */
     rate_limit: v.optional(RateLimitSchema),
+    /** Ordered delivery per ordering key. */
     ordering: v.optional(v.pipe(v.picklist(['fifo'], 'must be "fifo"'), v.description('`fifo`: an event is not attempted before the events published before it with the same ordering key succeeded or were given up on.'))),
+    /** The path of the event's ordering key; absent: the whole destination is one sequence. */
     ordering_key: v.optional(OrderingKeySchema),
+    /** With ordering: whether the events after an exhausted one go on (`skip`) or wait (`block`). */
     on_exhausted: v.optional(
       v.pipe(
         v.picklist(['skip', 'block'], 'must be "skip" or "block"'),

@@ -85,26 +85,40 @@ export type UpdateDestinationInput = v.InferInput<typeof UpdateDestinationSchema
 
 /** Destination as returned by the API. */
 export const DestinationSchema = v.object({
+  /** The destination id, unique within its tenant. */
   id: v.string(),
+  /** Where it delivers: the destination type. */
   type: DestinationTypeNameSchema,
+  /** The topics and patterns it subscribes to (`"*"` for all). */
   topics: v.array(v.string()),
+  /** When it was disabled (RFC 3339), or null while it is enabled. */
   disabled_at: v.nullable(v.string()),
+  /** When it was created (RFC 3339). */
   created_at: v.string(),
+  /** When it was last changed (RFC 3339). */
   updated_at: v.string(),
+  /** The type's settings (`url`, `queue_url`, …). */
   config: JsonObjectSchema,
+  /** The type's credentials, sensitive values masked (except a webhook's secret). */
   credentials: JsonObjectSchema,
+  /** The filter an event must match besides the topics, or null. */
   filter: v.optional(v.nullable(JsonObjectSchema)),
+  /** Metadata sent with every delivery (as `x-outflow-*` headers on webhooks), or null. */
   delivery_metadata: v.optional(v.nullable(StringMapSchema)),
+  /** The tenant's own data about the destination, or null. */
   metadata: v.optional(v.nullable(JsonObjectSchema)),
   /** The destination's own delivery policy (not in the spec: an addition); absent when it follows the engine's. */
   delivery: v.optional(DeliverySettingsSchema),
+  /** A short, human-readable name of where it delivers (a host, queue or bucket). */
   target: v.optional(v.string()),
+  /** A URL of the target when it has one. */
   target_url: v.optional(v.string()),
   /** Create and update answers only (an addition to the spec): the deprecated catalog topics it subscribes to. */
   deprecated_topics: v.optional(
     v.pipe(v.array(DeprecatedTopicSchema), v.description('In create and update answers: the deprecated topics of the catalog this destination subscribes to, each with the topic that replaces it (or null). The subscription is kept.')),
   ),
 })
+/** A destination as the API returns it, credentials masked. */
 export type Destination = v.InferOutput<typeof DestinationSchema>
 
 /** Query of `GET /tenants/{t}/destinations`: `type` and `topics`, each repeatable. */

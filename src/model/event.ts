@@ -7,13 +7,21 @@ export const EventStatusSchema = v.picklist(['success', 'failed'], 'must be "suc
 
 /** The spec's Event: one (event, destination) pair with its delivery outcome. */
 export const EventSchema = v.object({
+  /** The event id, unique within its tenant. */
   id: v.string(),
+  /** The destination this row reports the delivery to. */
   destination_id: v.string(),
+  /** The event's topic. */
   topic: v.string(),
+  /** The event's time (RFC 3339), given at publish or the time it was published. */
   time: v.string(),
+  /** When a delivery attempt to this destination succeeded (RFC 3339), or null. */
   successful_at: v.nullable(v.string()),
+  /** The event's metadata, as published. */
   metadata: StringMapSchema,
+  /** Whether the delivery to this destination succeeded (`success`) or not yet or never (`failed`). */
   status: EventStatusSchema,
+  /** The event's payload, as published. */
   data: v.unknown(),
   /**
    * An addition to the spec (its `status` enum stays success/failed): present while this pair is skipped, since
@@ -23,24 +31,39 @@ export const EventSchema = v.object({
   /** An addition to the spec: whether `data` matched its topic's schema at publish; absent when it was not checked. */
   schema_valid: v.optional(v.pipe(v.boolean(), v.description('Present when the topic has a schema checked at publish: whether `data` matched it. `false` only under `validation: "warn"` (an `enforce` topic refuses such events with a 422).'))),
 })
+/** An event as the event log lists it: one (event, destination) pair with its delivery outcome. */
 export type Event = v.InferOutput<typeof EventSchema>
 
 /** One delivery attempt. `destination_id` is an extra field beside the spec's. */
 export const DeliveryAttemptSchema = v.object({
+  /** The attempt id. */
   id: v.string(),
+  /** The event it delivered. */
   event_id: v.string(),
+  /** The destination it went to. */
   destination_id: v.string(),
+  /** When the attempt ended (RFC 3339). */
   delivered_at: v.string(),
+  /** The attempt's outcome. */
   status: EventStatusSchema,
+  /** The receiver's HTTP status, or null when there was no HTTP answer. */
   response_status_code: v.nullable(v.number()),
+  /** The start of the receiver's answer (at most 16 KiB), or null. */
   response_body: v.nullable(v.string()),
+  /** The receiver's answer headers, or null. */
   response_headers: v.nullable(StringMapSchema),
+  /** The error text of a failed attempt; null or absent on success. */
   error: v.optional(v.nullable(v.string())),
+  /** Why a failed attempt failed (see docs/delivery.md › Failure kinds). */
   error_kind: v.optional(v.nullable(ErrorKindSchema)),
+  /** How long the attempt took. */
   duration_ms: v.optional(v.nullable(v.number())),
+  /** Which attempt of the delivery this was, from 1. */
   attempt_number: v.optional(v.number()),
+  /** Whether it was a manual retry or a replay rather than a scheduled attempt. */
   manual: v.optional(v.boolean()),
 })
+/** One delivery attempt of an event to a destination, as `listDeliveries` returns it. */
 export type DeliveryAttempt = v.InferOutput<typeof DeliveryAttemptSchema>
 
 /** The fields of an event to publish. */
@@ -60,13 +83,19 @@ const PublishFieldsSchema = v.strictObject(
 
 /** Body of `POST /publish` and argument of `outflow.publish()`. */
 export const PublishSchema = objectBody(PublishFieldsSchema)
+/** An event to publish: its tenant, topic and data, and optionally its id, time, metadata and one destination. */
 export type PublishInput = v.InferInput<typeof PublishFieldsSchema>
 
+/** What a publish answers; `PublishResult` is its type. */
 export const PublishResultSchema = v.object({
+  /** The event id (generated when the publish gave none). */
   id: v.string(),
+  /** Whether an event with this id was already published (then nothing new was written). */
   duplicate: v.boolean(),
+  /** The destinations the event is delivered to (not those it was skipped for). */
   destination_ids: v.array(v.string()),
 })
+/** The outcome of a publish: the event id, whether it was a repeat, and where it goes. */
 export type PublishResult = v.InferOutput<typeof PublishResultSchema>
 
 const eventListFields = {

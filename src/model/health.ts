@@ -48,6 +48,7 @@ export const HealthReportSchema = v.object({
   /** The loops this process runs (the worker's only when it runs), each with its state. */
   loops: v.array(LoopHealthSchema),
 })
+/** What `outflow.health()` and `GET /healthz?details=1` report: status, storage, the shared queue, the worker and each loop. */
 export type HealthReport = v.InferOutput<typeof HealthReportSchema>
 
 /** Query of `GET /healthz`: `details=1` (admin key) for the full report. */

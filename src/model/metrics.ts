@@ -91,6 +91,7 @@ export const EventMetricsQuerySchema = metricsQuery(eventMeasures, eventDimensio
   destination_id: idList(),
   tenant_id: idList(),
 })
+/** A query of the events metrics API (`GET /metrics/events`, `outflow.eventMetrics`): time range, granularity, measures, dimensions and filters. */
 export type EventMetricsQuery = v.InferInput<typeof EventMetricsQuerySchema>
 export type ParsedEventMetricsQuery = v.InferOutput<typeof EventMetricsQuerySchema>
 
@@ -105,6 +106,7 @@ export const AttemptMetricsQuerySchema = metricsQuery(attemptMeasures, attemptDi
   attempt_number: integerList('an attempt number'),
   tenant_id: idList(),
 })
+/** A query of the attempts metrics API (`GET /metrics/attempts`, `outflow.attemptMetrics`). */
 export type AttemptMetricsQuery = v.InferInput<typeof AttemptMetricsQuerySchema>
 export type ParsedAttemptMetricsQuery = v.InferOutput<typeof AttemptMetricsQuerySchema>
 
@@ -116,6 +118,7 @@ export const MetricsDataPointSchema = v.object({
   /** The requested measures. */
   metrics: v.record(v.string(), v.number()),
 })
+/** One data point of a metrics answer: its time bucket, its dimension values and its measures. */
 export type MetricsDataPoint = v.InferOutput<typeof MetricsDataPointSchema>
 
 export const MetricsMetadataSchema = v.object({
@@ -128,4 +131,5 @@ export const MetricsMetadataSchema = v.object({
 
 /** `{ data, metadata }` of both metrics routes. */
 export const MetricsResponseSchema = v.object({ data: v.array(MetricsDataPointSchema), metadata: MetricsMetadataSchema })
+/** The answer of a metrics query: the data points and how they were computed (granularity, row count, truncation). */
 export type MetricsResponse = v.InferOutput<typeof MetricsResponseSchema>

@@ -6,16 +6,25 @@ export type Dir = 'asc' | 'desc'
 
 /** `pagination` of every list page. */
 export const PaginationSchema = v.object({
+  /** The field the page is sorted by. */
   order_by: v.string(),
+  /** The sort direction. */
   dir: v.picklist(['asc', 'desc']),
+  /** The most items a page holds. */
   limit: v.number(),
+  /** The cursor of the next page (pass it as `next`), or null on the last page. */
   next: v.nullable(v.string()),
+  /** The cursor of the previous page (pass it as `prev`), or null on the first page. */
   prev: v.nullable(v.string()),
 })
+/** Where a page sits in its listing: its order and the cursors of its neighbours. */
 export type Pagination = v.InferOutput<typeof PaginationSchema>
 
+/** One page of a keyset-paginated listing. */
 export interface Page<T> {
+  /** The items of this page, in listing order. */
   models: T[]
+  /** The page's order, limit and the cursors to move on. */
   pagination: Pagination
 }
 

@@ -3,13 +3,20 @@ import { DateTimeSchema, DirSchema, IdSchema, JsonObjectSchema, objectBody, quer
 
 /** Tenant as returned by the API. */
 export const TenantSchema = v.object({
+  /** The tenant id, chosen by the host. */
   id: v.string(),
+  /** How many destinations the tenant has. */
   destinations_count: v.number(),
+  /** The topics its destinations subscribe to, together. */
   topics: v.array(v.string()),
+  /** The host's own data about the tenant. */
   metadata: JsonObjectSchema,
+  /** When the tenant was created (RFC 3339). */
   created_at: v.string(),
+  /** When it was last changed (RFC 3339). */
   updated_at: v.string(),
 })
+/** A tenant as the API returns it: the owner of destinations and events. */
 export type Tenant = v.InferOutput<typeof TenantSchema>
 
 /** Body of `PUT /tenants/{tenant_id}`: optional metadata; when omitted on update the stored metadata stays. */

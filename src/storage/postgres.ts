@@ -20,6 +20,7 @@ import type { Storage } from './storage.js'
 
 export { postgresTables } from './schema/postgres.js'
 
+/** The Postgres storage's server, pool, time bounds and schema. */
 export interface PostgresOptions {
   /** `postgres://user:pass@host:5432/db` */
   url: string

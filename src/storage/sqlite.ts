@@ -11,6 +11,7 @@ import { unavailable } from './faults.js'
 import { sqliteHostConnection } from './sqlite-outbox.js'
 import type { Storage } from './storage.js'
 
+/** Where the SQLite storage keeps its database, and how it writes and waits. */
 export interface SqliteOptions {
   /** A file path, or `:memory:`. */
   path: string

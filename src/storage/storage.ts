@@ -14,11 +14,13 @@ export type { NewReplayJob, ReplayJobRecord, ReplayJobStatus, ReplaySelect, Repl
  * All times are `Date`s with millisecond precision.
  */
 export interface Storage {
+  /** Which database this storage runs on. */
   readonly dialect: 'sqlite' | 'postgres'
   /** SQLite: the database file, or `:memory:` (the engine keeps its generated key file beside it). Absent for Postgres. */
   readonly path?: string
   /** Apply pending migrations (safe when two processes start at once on Postgres). */
   migrate(): Promise<void>
+  /** Close the storage's connections (the engine's `close()` does, last). */
   close(): Promise<void>
   /**
    * The same storage, whose calls give up sooner: the engine makes the calls of API requests and typed-API calls
@@ -31,6 +33,7 @@ export interface Storage {
   // --- tenants -------------------------------------------------------------------------------
   /** Create the tenant, or update it (metadata `undefined` keeps the stored metadata). */
   upsertTenant(id: string, metadata: JsonObject | undefined, now: Date): Promise<{ tenant: TenantRecord; created: boolean }>
+  /** One tenant's record, or null when it does not exist. */
   getTenant(id: string): Promise<TenantRecord | null>
   /** Up to `limit + 1` rows in display order (see `buildPage`), plus the count of all rows the filter matches. */
   listTenants(query: TenantListRequest): Promise<{ rows: TenantRecord[]; count: number }>
@@ -46,6 +49,7 @@ export interface Storage {
   // --- destinations --------------------------------------------------------------------------
   /** A tenant's destinations, oldest first, optionally only of some types. */
   listDestinations(tenantId: string, filter?: { types?: DestinationTypeName[]; enabledOnly?: boolean }): Promise<DestinationRecord[]>
+  /** One destination's record, or null when the tenant has no such destination. */
   getDestination(tenantId: string, id: string): Promise<DestinationRecord | null>
   /** Insert; `exists` when the tenant already has a destination with that id, `no-tenant` when the tenant is gone. */
   insertDestination(record: DestinationRecord): Promise<'inserted' | 'exists' | 'no-tenant'>
@@ -143,6 +147,7 @@ export interface Storage {
    * whose destination is gone are left out; null when the tenant is gone.
    */
   insertReplayJobs(jobs: NewReplayJob[]): Promise<ReplayJobRecord[] | null>
+  /** One replay job of a destination, or null when it has no such job. */
   getReplayJob(tenantId: string, destinationId: string, id: string): Promise<ReplayJobRecord | null>
   /** Stop a running job (kept as it is when it already ended); the batch already handed out is still attempted. */
   cancelReplayJob(tenantId: string, destinationId: string, id: string, now: Date): Promise<ReplayJobRecord | null>

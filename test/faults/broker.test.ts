@@ -62,7 +62,7 @@ for (const kind of engineKinds()) {
       const errors: string[] = []
       const logger = { debug() {}, info() {}, warn() {}, error: (_: unknown, message: string) => void errors.push(message) }
       // Auto-disable off: 100 deliveries failing during even a 2 s outage are 100 consecutive failures,
-      // which disables the destination by default (see README, Retries, alerts and auto-disable).
+      // which disables the destination by default (see docs/delivery.md, Retries, alerts and auto-disable).
       const outflow = await kind.create({ logger, alerts: { autoDisable: false }, delivery: { timeoutMs: 1_000, pollIntervalMs: 50, retry: { schedule: Array.from({ length: 40 }, () => 250), jitter: 0 } } })
       await outflow.upsertTenant('acme', {})
       const destination = await outflow.createDestination('acme', {

@@ -1,5 +1,5 @@
 // `npm run chaos`: the long versions of the fault scenarios (issue 12) on a throwaway Postgres cluster
-// and on SQLite files, printed as the tables in README (Faults). `npm run chaos -- restart storm` runs
+// and on SQLite files, printed as the tables in docs/faults.md. `npm run chaos -- restart storm` runs
 // only the scenarios whose names contain one of the words given.
 // Load scenarios: engine processes (test/fixtures/fault-engine.ts) with storage timeout 2 s and leases
 // of 5 s, 8 publishers over HTTP retrying every 503 with the same event id, a local webhook receiver.
@@ -21,7 +21,7 @@ const base: Omit<ScenarioOptions, 'name' | 'fault'> = {
   requestBoundMs: 10_000,
   drainMs: 120_000,
 }
-/** Receiver faults: retries every 2 s, and no auto-disable (the burst would disable the destination, see README). */
+/** Receiver faults: retries every 2 s, and no auto-disable (the burst would disable the destination, see docs/delivery.md). */
 const receiverEngine = { ...base.engine, retry: { schedule: Array.from({ length: 30 }, () => 2_000) }, autoDisable: false }
 const xminOptions: Omit<HeldXminOptions, 'name'> = {
   publishers: 8,

@@ -14,7 +14,7 @@ import { startExampleServer, startExpressServer, type PortalServer, type Storage
 // data by editing URLs. Every page passes axe. Run against the example server (Hono) and an Express
 // host, on SQLite and on Postgres.
 
-/** Screenshots land in docs/ (README links them) only when asked, so a test run leaves the checkout unchanged. */
+/** Screenshots land in docs/ (docs/portal.md links them) only when asked, so a test run leaves the checkout unchanged. */
 const docs = process.env.OUTFLOW_UPDATE_SCREENSHOTS === '1' ? join(import.meta.dirname, '../../docs') : join(tmpdir(), 'outflow-portal-screenshots')
 
 /** Values for the required fields of each type's form (nothing is contacted when a destination is created). */

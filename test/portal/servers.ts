@@ -71,7 +71,7 @@ export async function startExampleServer(storageName: StorageName): Promise<Port
   }
 }
 
-/** An Express host: `app.use('/api/v1', outflowRouter(outflow))` and `app.use(outflowPortal(outflow))`, as README shows. */
+/** An Express host: `app.use('/api/v1', outflowRouter(outflow))` and `app.use(outflowPortal(outflow))`, as docs/http-api.md shows. */
 export async function startExpressServer(storageName: StorageName, options: Partial<OutflowOptions> = {}): Promise<PortalServer> {
   const storage = await storageFor(storageName)
   const apiKey = 'express-admin-key-0123456789'

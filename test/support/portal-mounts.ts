@@ -11,7 +11,7 @@ import type { Outflow } from '../../src/engine.js'
 import { createHttpHandler } from '../../src/http/handler.js'
 import { sendWebResponse, toWebRequest } from '../../src/http/node.js'
 
-/** A host app serving the API under /api/v1 and the portal under /portal, as README shows for each framework. */
+/** A host app serving the API under /api/v1 and the portal under /portal, as docs/http-api.md shows for each framework. */
 export interface PortalHost {
   /** The server's origin, e.g. http://127.0.0.1:41234 */
   origin: string
