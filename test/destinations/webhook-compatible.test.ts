@@ -100,6 +100,12 @@ for (const kind of engineKinds()) {
       expect(outpostVerifies(received, outpostSecret)).toBe(true)
       expect(outpostVerifies({ ...received, body: `${received.body} ` }, outpostSecret)).toBe(false)
       expect(received.headers).toMatchObject({ 'x-outpost-event-id': received.headers['webhook-id'], 'x-outpost-topic': 'compat.outpost', 'x-outpost-timestamp': received.headers['webhook-timestamp'] })
+      // An Outpost secret (whsec_ + 64 hex digits) is also valid as the signing secret: as text for v0, decoded for v1.
+      const created = await create('outpost-own', { compatible_signature: 'outpost' }, { secret: outpostSecret })
+      expect(created.credentials.secret).toBe(outpostSecret)
+      const own = await deliver('compat.outpost-own', '/outpost-own')
+      expect(outpostVerifies(own, outpostSecret)).toBe(true)
+      expect(new StandardWebhook(outpostSecret).verify(own.body, only(own, 'webhook-'))).toMatchObject({ topic: 'compat.outpost-own' })
     })
 
     it('custom: the header and templates given, signed with the signing secret when no other is set', async () => {

@@ -48,6 +48,11 @@ describe('compatibleHeaders', () => {
       'x-outpost-event-id': delivery.id,
       'x-outpost-topic': delivery.topic,
     })
+    // Its legacy format (t=<t>,v0=<hex of "t.body">), as a custom header, matches the example's second vector.
+    const legacy = { header: 'x-outpost-signature', value: parseTemplate('t={timestamp},v0={signature}', valueVariables) as never, content: parseTemplate('{timestamp}.{body}', contentVariables) as never, encoding: 'hex' as const }
+    expect(compatibleHeaders('custom', [compatibleKey('custom', 'some_secret_value')], { ...delivery, timestamp: 1741797142, body: '{"test":"data"}' }, legacy)).toEqual({
+      'x-outpost-signature': 't=1741797142,v0=ec25087a0b05b76fd057f61af808778b2b0e3b4c9f0dfc80f4cdc5cecdd1f325',
+    })
     const two = compatibleHeaders('outpost', [compatibleKey('outpost', 'a'), compatibleKey('outpost', 'b')], delivery)
     expect(two['x-outpost-signature']).toMatch(/^v0=[0-9a-f]{64},[0-9a-f]{64}$/)
   })
