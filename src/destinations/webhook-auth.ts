@@ -3,14 +3,10 @@ import type { FieldSpec } from '../model/destination-type.js'
 import { clientTls, clientTlsProblems, type ClientTls } from '../net/client-tls.js'
 import { TokenSource } from '../net/oauth2.js'
 import type { EgressProxy } from '../net/proxy.js'
+import { headerTokenPattern, headerValuePattern, reservedHeaders } from './webhook-headers.js'
 
 // How a webhook (or relay) authenticates to its receiver, kept in the destination's encrypted credentials:
 // basic auth, a bearer token or a custom secret header, OAuth2 client credentials, and/or an mTLS client certificate.
-
-const headerTokenPattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-const headerValuePattern = /^[\t\x20-\x7e\x80-\xff]*$/
-/** Headers an auth header must not replace: the signature, framing, and what the HTTP client sets. */
-const reservedNames = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'content-length', 'host', 'user-agent', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'te', 'trailer'])
 
 const text = (max: number) => v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(max, `must be at most ${max} characters`))
 const headerText = (max: number) => v.pipe(text(max), v.regex(headerValuePattern, 'is not a valid header value'))
@@ -33,7 +29,7 @@ export const authCredentialEntries = {
   basic_password: v.optional(headerText(1024)),
   bearer_token: v.optional(v.pipe(text(8192), v.regex(/^[\x21-\x7e]+$/, 'must be visible ASCII without spaces'))),
   auth_header_name: v.optional(
-    v.pipe(text(256), v.regex(headerTokenPattern, 'is not a valid header name'), v.check((name) => !reservedNames.has(name.toLowerCase()), 'is set by Outflow and cannot be used')),
+    v.pipe(text(256), v.regex(headerTokenPattern, 'is not a valid header name'), v.check((name) => !reservedHeaders.has(name.toLowerCase()), 'is set by Outflow and cannot be used')),
   ),
   auth_header_value: v.optional(headerText(8192)),
   oauth2_token_url: v.optional(httpUrl),

@@ -1,10 +1,12 @@
 import type { KeyObject } from 'node:crypto'
 import * as v from 'valibot'
 import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
-import { generateWebhookSecret, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
+import { generateWebhookSecret, webhookSecretProblem, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
 import { signWebhookEd25519 } from '../net/ed25519.js'
 import { parseProxyUrl } from '../net/proxy.js'
 import { authCredentialEntries, authCredentialFields, authenticator, authProblems } from './webhook-auth.js'
+import { headerTokenPattern, headerValuePattern, reservedHeaders } from './webhook-headers.js'
+import { compatibleConfigEntries, compatibleConfigFields, compatibleCredentialEntries, compatibleCredentialFields, compatibleProblems, compatibleSigner } from './webhook-compatible.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import { jsonBody, type CredentialsInput, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublishOptions } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -13,40 +15,10 @@ import { objectOf } from '../model/common.js'
 /** How long a rotated-out secret keeps signing when no `previous_secret_invalid_at` is given. */
 const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000
 
-/** RFC 7230 `token`: what a header name may be. */
-const headerTokenPattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-/** A header value undici will send: no control characters besides tab, nothing outside Latin-1. */
-const headerValuePattern = /^[\t\x20-\x7e\x80-\xff]*$/
-/** Set by Outflow itself (signature, framing) or refused by the HTTP client, so never taken from custom_headers. */
-const reservedHeaders = new Set([
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-  'content-type',
-  'content-length',
-  'host',
-  'user-agent',
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'upgrade',
-  'expect',
-  'te',
-  'trailer',
-])
-
-/** `whsec_` + base64 of 24–64 bytes, the range Standard Webhooks recommends. */
-function secretProblem(secret: string): string | null {
-  const match = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/.exec(secret)
-  if (!match?.[1]) return 'must be "whsec_" followed by base64'
-  const bytes = Buffer.from(match[1], 'base64').length
-  return bytes < 24 || bytes > 64 ? 'must encode between 24 and 64 bytes' : null
-}
-
 const SecretSchema = v.pipe(
   v.string('must be a string'),
   v.rawCheck(({ dataset, addIssue }) => {
-    const problem = dataset.typed ? secretProblem(dataset.value) : null
+    const problem = dataset.typed ? webhookSecretProblem(dataset.value) : null
     if (problem) addIssue({ message: problem })
   }),
 )
@@ -97,6 +69,7 @@ const ConfigSchema = v.strictObject(
       ),
     ),
     signature_scheme: v.optional(v.picklist(signatureSchemes, `must be one of: ${signatureSchemes.join(', ')}`)),
+    ...compatibleConfigEntries,
     // objectOf, not v.record: an array is refused rather than read as headers named 0, 1, …
     custom_headers: v.optional(
       objectOf(
@@ -122,6 +95,7 @@ const CredentialsSchema = v.strictObject(
     ),
     rotate_secret: v.optional(v.boolean('must be a boolean')),
     ...authCredentialEntries,
+    ...compatibleCredentialEntries,
   },
   'unexpected field',
 )
@@ -151,6 +125,7 @@ const configFields: FieldSpec[] = [
     default: 'hmac',
     pattern: '^(hmac|ed25519|both)$',
   },
+  ...compatibleConfigFields,
   {
     key: 'proxy_url',
     type: 'text',
@@ -207,6 +182,7 @@ const credentialFields: FieldSpec[] = [
     default: false,
   },
   ...authCredentialFields,
+  ...compatibleCredentialFields,
 ]
 
 const icon =
@@ -253,6 +229,12 @@ With the signature scheme \`ed25519\` (or \`both\`), \`webhook-signature\` carri
 signature of the same \`<webhook-id>.<webhook-timestamp>.<raw body>\`, checked with a public key from the
 service's key set (\`GET /api/v1/signing-keys\`, a JWK Set; each key also as \`whpk_…\`). During a key rotation two
 \`v1a\` signatures are sent: accept the delivery when any one verifies.
+
+## Compatible signatures
+
+Moving from another provider? Set \`compatible_signature\` to \`svix\`, \`github\`, \`stripe\` or \`outpost\` and its
+headers are sent too (HMAC-SHA256 with \`compatible_signature_secret\`, your old secret, or else the signing secret),
+so your receivers keep verifying with that provider's library; \`custom\` sends a header you describe by templates.
 
 ## Rotate the secret
 
@@ -342,7 +324,10 @@ export const webhook: DestinationTypeDefinition = {
   credentialsRequired: false,
   revealedCredentials: ['secret', 'previous_secret'],
   prepareCredentials,
-  validate: (_config, credentials) => authProblems(credentials),
+  validate: (config, credentials) => {
+    const problems = { ...authProblems(credentials), ...compatibleProblems(config, credentials) }
+    return Object.keys(problems).length ? problems : undefined
+  },
   target(config) {
     try {
       return new URL(String(config.url)).host
@@ -360,6 +345,7 @@ export const webhook: DestinationTypeDefinition = {
     const credentials = destination.credentials
     const proxyUrl = config.proxy_url ?? context.proxy
     const proxy = proxyUrl ? parseProxyUrl(proxyUrl) : undefined
+    const compatible = compatibleSigner(config, credentials)
     const auth = authenticator(credentials, { allowPrivateNetworks: context.allowPrivateNetworks, ...(proxy ? { proxy } : {}) })
     // Decoded once per publisher (it is replaced when the destination changes), not once per delivery.
     const keys = new Map<string, KeyObject>()
@@ -372,7 +358,7 @@ export const webhook: DestinationTypeDefinition = {
       async publish(message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> {
         const signatures = scheme === 'hmac' ? [] : (context.signers?.() ?? [])
         if (scheme !== 'hmac' && signatures.length === 0) return { ok: false, error_kind: 'configuration', error: 'the engine has no Ed25519 signing key to sign with' }
-        const secrets = scheme === 'ed25519' ? [] : activeSecrets(credentials, Date.now())
+        const secrets = scheme === 'ed25519' && !compatible ? [] : activeSecrets(credentials, Date.now())
         if (scheme !== 'ed25519' && secrets.length === 0) return { ok: false, error_kind: 'configuration', error: 'the webhook has no signing secret' }
         const body = jsonBody(message)
         const timestamp = Math.floor(Date.now() / 1000)
@@ -385,9 +371,10 @@ export const webhook: DestinationTypeDefinition = {
         headers['webhook-id'] = message.id
         headers['webhook-timestamp'] = String(timestamp)
         // One signature per active key, space-separated: v1 (HMAC) first, then v1a (Ed25519), as Standard Webhooks lists them.
-        let signature = secrets.length > 0 ? webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body) : ''
+        let signature = scheme !== 'ed25519' ? webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body) : ''
         for (const key of signatures) signature += `${signature ? ' ' : ''}${signWebhookEd25519(key.privateKey, message.id, timestamp, body)}`
         headers['webhook-signature'] = signature
+        compatible?.(headers, { id: message.id, topic: message.topic, timestamp, body }, secrets)
         // Per delivery, this path is hot: no extra object or await unless a destination needs mTLS, a proxy or OAuth2.
         const http = auth.tls || proxy ? { allowPrivateNetworks: context.allowPrivateNetworks, signal, ...(auth.tls ? { tls: auth.tls } : {}), ...(proxy ? { proxy } : {}) } : { allowPrivateNetworks: context.allowPrivateNetworks, signal }
         for (const name in auth.fixed) headers[name] = auth.fixed[name]!

@@ -14,6 +14,11 @@ const webhookHeaders = [
   header('x-outflow-event-id', 'The event id (event metadata).'),
   header('x-outflow-topic', 'The topic.'),
   header('x-outflow-timestamp', 'The event time (event metadata).'),
+  // Sent only by destinations with a compatible_signature, for receivers written for another provider.
+  ...['svix-id', 'svix-timestamp', 'svix-signature'].map((name) => header(name, `With compatible_signature svix: as ${name.replace('svix-', 'webhook-')}.`, false)),
+  header('x-hub-signature-256', 'With compatible_signature github: `sha256=<hex HMAC-SHA256 of the body>`.', false),
+  header('stripe-signature', 'With compatible_signature stripe: `t=<timestamp>,v1=<hex HMAC-SHA256 of "timestamp.body">`.', false),
+  header('x-outpost-signature', 'With compatible_signature outpost: `v0=<hex HMAC-SHA256 of the body>`, beside x-outpost-timestamp, x-outpost-event-id and x-outpost-topic.', false),
 ]
 
 /** `order.created` -> `OrderCreatedData`: a component name per topic, unique in the document. */

@@ -13,6 +13,19 @@ export function generateWebhookSecret(): string {
   return WEBHOOK_SECRET_PREFIX + randomBytes(32).toString('base64')
 }
 
+/**
+ * What is wrong with a Standard Webhooks secret: `whsec_` + base64 of 24–64 bytes (the range the spec recommends).
+ *
+ * @example
+ * webhookSecretProblem('whsec_abc') // 'must encode between 24 and 64 bytes'
+ */
+export function webhookSecretProblem(secret: string): string | null {
+  const match = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/.exec(secret)
+  if (!match?.[1]) return 'must be "whsec_" followed by base64'
+  const bytes = Buffer.from(match[1], 'base64').length
+  return bytes < 24 || bytes > 64 ? 'must encode between 24 and 64 bytes' : null
+}
+
 /** The HMAC key of a secret: the base64-decoded part after `whsec_` (the prefix is optional, as in the reference libraries). */
 export function webhookSecretKey(secret: string): Buffer {
   const encoded = secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret

@@ -365,12 +365,16 @@ describe('webhook config and credentials schemas', () => {
   })
 
   it('describes exactly the fields its schemas accept', () => {
-    expect(webhook.config_fields.map((f) => f.key)).toEqual(['url', 'signature_scheme', 'proxy_url', 'custom_headers'])
+    expect(webhook.config_fields.map((f) => f.key)).toEqual([
+      'url', 'signature_scheme',
+      'compatible_signature', 'compatible_signature_header', 'compatible_signature_template', 'compatible_signed_content', 'compatible_signature_encoding',
+      'proxy_url', 'custom_headers',
+    ])
     expect(webhook.credential_fields.map((f) => f.key)).toEqual([
       'secret', 'previous_secret', 'previous_secret_invalid_at', 'rotate_secret',
       'basic_username', 'basic_password', 'bearer_token', 'auth_header_name', 'auth_header_value',
       'oauth2_token_url', 'oauth2_client_id', 'oauth2_client_secret', 'oauth2_scope', 'oauth2_audience',
-      'tls_client_cert', 'tls_client_key', 'tls_ca',
+      'tls_client_cert', 'tls_client_key', 'tls_ca', 'compatible_signature_secret',
     ])
     expect(webhook.icon).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"[^>]*>.*<\/svg>$/s)
     expect(webhook.instructions).toContain('webhook-signature')

@@ -28,7 +28,10 @@ type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: 
 const aws = { key: 'AKIAOPENAPITEST', secret: 'openapi-secret-value' }
 /** A valid create body of each type (nothing is sent anywhere on create). */
 const createBodies: Record<string, { config?: unknown; credentials?: unknown }> = {
-  webhook: { config: { url: 'https://hooks.example.com/outflow', custom_headers: { 'x-team': 'ops' } } },
+  webhook: {
+    config: { url: 'https://hooks.example.com/outflow', custom_headers: { 'x-team': 'ops' }, compatible_signature: 'custom', compatible_signature_header: 'X-Signature', compatible_signature_template: 'sha256={signature}' },
+    credentials: { compatible_signature_secret: 'receiver-secret-value' },
+  },
   cloudx_sqs: { config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders' }, credentials: aws },
   amqp_broker: { config: { server_url: 'rabbit.example.com:5672', exchange: 'events' }, credentials: { username: 'outflow', password: 'broker-password' } },
   relay: { config: { url: 'https://relay.example.com/in', extra: { free: 'form' } }, credentials: { token: 'relay-token-value' } },
@@ -179,6 +182,17 @@ export function describeOpenApi(ctx: SuiteContext): void {
       for (const field of def.credential_fields.filter((f) => f.sensitive && !revealed.has(f.key))) {
         expect(response.properties.credentials.properties[field.key]).toEqual({ type: 'string', description: expect.stringContaining('Masked in responses') })
       }
+    })
+
+    it('types the compatible signature fields of webhooks: the presets and encodings as enums, the secret masked', async () => {
+      const { components } = await load()
+      const create = components.schemas.CreateWebhookDestination.properties
+      expect(create.config.properties.compatible_signature).toMatchObject({ enum: ['svix', 'github', 'stripe', 'outpost', 'custom'] })
+      expect(create.config.properties.compatible_signature_encoding).toMatchObject({ enum: ['hex', 'base64'] })
+      for (const key of ['compatible_signature_header', 'compatible_signature_template', 'compatible_signed_content']) expect(create.config.properties[key]).toMatchObject({ type: 'string' })
+      expect(create.credentials.properties.compatible_signature_secret).toMatchObject({ type: 'string', maxLength: 1024 })
+      const response = components.schemas.WebhookDestination.properties
+      expect(response.credentials.properties.compatible_signature_secret).toEqual({ type: 'string', description: expect.stringContaining('Masked in responses') })
     })
 
     it('describes error_kind with every kind and what it means', async () => {

@@ -114,13 +114,15 @@ export function describeTopicsHttp(mount: Mount, storage: StorageKind): void {
       expect(updated.body).not.toHaveProperty('deprecated_topics')
     })
 
-    it('GET /openapi.json has a webhooks entry per topic, its body the topic schema and the Standard Webhooks headers', async () => {
+    it('GET /openapi.json has a webhooks entry per topic, its body the topic schema, the Standard Webhooks headers and the optional compatible ones', async () => {
       const doc = (await call('GET', '/openapi.json', { token: null })).body
       expect(Object.keys(doc.webhooks)).toEqual(Object.keys(catalog))
       const created = doc.webhooks['order.created'].post
       expect(created.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OrderCreatedData' })
       expect(doc.components.schemas.OrderCreatedData).toEqual(orderSchema)
       expect(created.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['webhook-id', 'webhook-timestamp', 'webhook-signature']))
+      const optional = created.parameters.filter((p: { required: boolean }) => !p.required).map((p: { name: string }) => p.name)
+      expect(optional).toEqual(['svix-id', 'svix-timestamp', 'svix-signature', 'x-hub-signature-256', 'stripe-signature', 'x-outpost-signature'])
       expect(doc.webhooks['order.placed'].post).toMatchObject({ deprecated: true, 'x-outflow-replaced-by': 'order.created' })
       expect(doc.paths['/topics'].get.operationId).toBe('listTopics')
     })

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks'
 import { describe, expect, it } from 'vitest'
-import { generateWebhookSecret, signWebhook, webhookSecretKey, webhookSignatureHeader, webhookSigningKey } from '../../src/net/signing.js'
+import { generateWebhookSecret, signWebhook, webhookSecretKey, webhookSecretProblem, webhookSignatureHeader, webhookSigningKey } from '../../src/net/signing.js'
 
 describe('signing', () => {
   it('generates whsec_ secrets of 32 random bytes', () => {
@@ -37,5 +37,26 @@ describe('webhookSignatureHeader', () => {
     const secret = generateWebhookSecret()
     expect(signWebhook(secret.slice('whsec_'.length), 'msg_1', 1, 'x')).toBe(signWebhook(secret, 'msg_1', 1, 'x'))
     expect(webhookSecretKey(secret)).toEqual(Buffer.from(secret.slice(6), 'base64'))
+  })
+})
+
+describe('webhookSecretProblem', () => {
+  const secretOf = (bytes: number) => `whsec_${Buffer.alloc(bytes, 9).toString('base64')}`
+
+  it('accepts whsec_ + base64 of 24 to 64 bytes, padded or not as base64 needs', () => {
+    for (const bytes of [24, 25, 26, 32, 64]) expect(webhookSecretProblem(secretOf(bytes)), `${bytes} bytes`).toBeNull()
+    expect(webhookSecretProblem(generateWebhookSecret())).toBeNull()
+  })
+
+  it.each([
+    ['no prefix', Buffer.alloc(32, 9).toString('base64'), 'must be "whsec_" followed by base64'],
+    ['only the prefix', 'whsec_', 'must be "whsec_" followed by base64'],
+    ['base64url characters', `whsec_${'-_'.repeat(16)}`, 'must be "whsec_" followed by base64'],
+    ['a length that is no base64', `${secretOf(32).slice(0, -1)}`, 'must be "whsec_" followed by base64'],
+    ['text after the padding', `${secretOf(32)}A`, 'must be "whsec_" followed by base64'],
+    ['23 bytes', secretOf(23), 'must encode between 24 and 64 bytes'],
+    ['65 bytes', secretOf(65), 'must encode between 24 and 64 bytes'],
+  ])('refuses %s', (_name, secret, problem) => {
+    expect(webhookSecretProblem(secret)).toBe(problem)
   })
 })

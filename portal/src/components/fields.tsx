@@ -48,6 +48,11 @@ export function fieldProblem(field: FieldSpec, value: FieldValue | undefined, ke
   return undefined
 }
 
+/** The values a pattern such as `^(hmac|ed25519|both)$` allows, offered as suggestions; undefined for other patterns. */
+export function patternChoices(field: FieldSpec): string[] | undefined {
+  return field.pattern && /^\^\([\w-]+(\|[\w-]+)+\)\$$/.test(field.pattern) ? field.pattern.slice(2, -2).split('|') : undefined
+}
+
 interface InputProps {
   id: string
   field: FieldSpec
@@ -103,6 +108,7 @@ export function FieldInput(props: InputProps) {
   const [shown, setShown] = useState(false)
   if (field.type === 'key_value_map') return <KeyValueInput {...props} />
   const describedBy = `${id}-desc${error ? ` ${id}-error` : ''}`
+  const choices = patternChoices(field)
   if (field.type === 'checkbox')
     return (
       <div class="field field-checkbox">
@@ -130,7 +136,15 @@ export function FieldInput(props: InputProps) {
           aria-describedby={describedBy}
           autocomplete={field.sensitive ? 'new-password' : 'off'}
           spellcheck={false}
+          list={choices ? `${id}-choices` : undefined}
         />
+        {choices && (
+          <datalist id={`${id}-choices`}>
+            {choices.map((choice) => (
+              <option key={choice} value={choice} />
+            ))}
+          </datalist>
+        )}
         {field.sensitive && (
           <button type="button" class="button small" aria-pressed={shown} aria-controls={id} onClick={() => setShown(!shown)}>
             {shown ? 'Hide' : 'Show'}

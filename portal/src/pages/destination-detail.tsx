@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, ApiError, replaySupported, tenantPath } from '../api.js'
 import { DeliveryChart } from '../components/chart.js'
 import { Confirm } from '../components/confirm.js'
+import { copyText } from '../components/copy.js'
 import { announce, ErrorBox } from '../components/notice.js'
 import { TypeIcon } from '../components/type-icon.js'
 import { deliverySeries, destinationName, destinationTypes, ranges, typeOf } from '../data.js'
@@ -12,19 +13,11 @@ import { useLoad } from '../use-load.js'
 import { StatusBadge, toggleDestination } from './destinations.js'
 import { PageTitle } from './page-title.js'
 import { ReplayForm } from './replay.js'
+import { ReceiverTrust } from './receiver-trust.js'
 
 function show(value: Json | undefined): string {
   if (value === undefined || value === null || value === '') return '—'
   return typeof value === 'string' ? value : JSON.stringify(value)
-}
-
-async function copy(text: string, what: string): Promise<void> {
-  try {
-    await navigator.clipboard.writeText(text)
-    announce(`${what} copied to the clipboard`)
-  } catch {
-    announce(`Could not copy: select the ${what.toLowerCase()} and copy it by hand`, 'error')
-  }
 }
 
 /** The webhook signing secret: hidden until asked for, with a copy button. */
@@ -38,7 +31,7 @@ function Secret({ label, value }: { label: string; value: string }) {
       <button type="button" class="button small" aria-pressed={shown} onClick={() => setShown(!shown)}>
         {shown ? 'Hide' : 'Reveal'}
       </button>
-      <button type="button" class="button small" onClick={() => copy(value, label)}>
+      <button type="button" class="button small" onClick={() => copyText(value, label)}>
         Copy
       </button>
     </div>
@@ -210,6 +203,7 @@ export function DestinationPage({ id }: { id: string }) {
           <p>
             <a href={href(['events'], { destination_id: destination.id })}>Events of this destination</a>
           </p>
+          {destination.type === 'webhook' && <ReceiverTrust destination={destination} />}
         </div>
       </div>
     </section>
