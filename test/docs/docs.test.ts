@@ -50,7 +50,7 @@ describe('the docs', () => {
     expect(files).toContain('README.md')
     expect(files).toContain(join('docs', 'README.md'))
     const index = readMarkdown(root, join('docs', 'README.md'))
-    const unlisted = files.filter((f) => f.startsWith('docs') && f !== join('docs', 'README.md') && !f.endsWith('-additions.md'))
+    const unlisted = files.filter((f) => f.startsWith('docs') && f !== join('docs', 'README.md'))
       .filter((f) => !index.includes(`](${relative('docs', f)})`))
     expect(unlisted).toEqual([])
   })
