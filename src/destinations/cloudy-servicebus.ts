@@ -4,9 +4,9 @@ import * as v from 'valibot'
 import { hostChecker } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
-import type { ErrorKind } from '../model/attempt-result.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import { lazyConnection } from './lazy-connection.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { FailureDescription } from './failure.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parsedBy, parseStored } from './settings.js'
@@ -265,20 +265,20 @@ export const cloudyServicebus: DestinationTypeDefinition = {
         const host = await checkHost()
         if ('failure' in host) return host.failure
         if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        let current: Connection | undefined
-        try {
-          current = await connection.get(signal, host.addresses)
-          await current.sender.sendMessages(
+        const send = async ({ sender }: Connection): Promise<AttemptResult> => {
+          await sender.sendMessages(
             { body: message.data, contentType: 'application/json', messageId: message.id, subject: message.topic, applicationProperties: message.metadata },
             { abortSignal: signal },
           )
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: message.id }) }
-        } catch (err) {
-          const result = failureOf(err, describeServiceBusError, { signal, secrets })
-          // A broken connection or link is rebuilt by the next attempt rather than trusted to recover.
-          if (current && result.error_kind !== 'rejected' && result.error_kind !== 'throttled') connection.drop(current)
-          return result
         }
+        return sendOver(connection, host.addresses, send, {
+          signal,
+          secrets,
+          describe: describeServiceBusError,
+          // A broken connection or link is rebuilt by the next attempt rather than trusted to recover.
+          drop: (result) => result.error_kind !== 'rejected' && result.error_kind !== 'throttled',
+        })
       },
       close: () => connection.close(),
     }

@@ -5,10 +5,10 @@ import { hostChecker } from '../net/endpoint-guard.js'
 import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
 import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
-import type { ErrorKind } from '../model/attempt-result.js'
-import { failureOf, type FailureDescription } from './failure.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { FailureDescription } from './failure.js'
 import { googleCredentialIssue, googleCredentialSecrets } from './google-credentials.js'
-import { lazyConnection } from './lazy-connection.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
 import { jsonBody, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parsedBy, parseStored } from './settings.js'
@@ -285,19 +285,19 @@ export const cloudzPubsub: DestinationTypeDefinition = {
         const host = await checkHost()
         if ('failure' in host) return host.failure
         if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        let current: OpenTopic | undefined
-        try {
-          current = await connection.get(signal, emulator ? host.addresses?.[0]?.address : undefined)
+        const send = async ({ topic }: OpenTopic): Promise<AttemptResult> => {
           const data = Buffer.from(jsonBody(message), 'utf8')
           // The SDK takes no signal: the attempt stops waiting at its deadline, and the call's late outcome is ignored.
-          const messageId = await untilAborted(current.topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) }), signal)
+          const messageId = await untilAborted(topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) }), signal)
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: messageId }) }
-        } catch (err) {
-          const result = failureOf(err, describePubsubError, { signal, secrets })
-          // A pinned client resolves again on the next publish: the emulator may have moved.
-          if (current?.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout')) connection.drop(current)
-          return result
         }
+        return sendOver(connection, emulator ? host.addresses?.[0]?.address : undefined, send, {
+          signal,
+          secrets,
+          describe: describePubsubError,
+          // A pinned client resolves again on the next publish: the emulator may have moved.
+          drop: (result, current) => current.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout'),
+        })
       },
       close: () => connection.close(),
     }

@@ -8,9 +8,9 @@ import { privateHostError } from '../net/endpoint-guard.js'
 import { transportErrorKind } from '../net/transport-error.js'
 import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
-import type { ErrorKind } from '../model/attempt-result.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import { lazyConnection, type LazyConnection } from './lazy-connection.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { FailureDescription } from './failure.js'
+import { lazyConnection, sendOver, type LazyConnection } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -343,9 +343,7 @@ export const kafka: DestinationTypeDefinition = {
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         const key = renderForAttempt('key_template', () => messageKey(config, message))
         if (typeof key !== 'string') return key
-        let producer: KafkaJs.Producer | undefined
-        try {
-          producer = await producers.get(signal)
+        const send = async (producer: KafkaJs.Producer): Promise<AttemptResult> => {
           // kafkajs takes no signal: the attempt stops waiting at its deadline (requestTimeout bounds the request).
           const [written] = await untilAborted(
             producer.send({
@@ -358,12 +356,14 @@ export const kafka: DestinationTypeDefinition = {
           )
           const receipt = { topic: config.topic, partition: written?.partition ?? null, offset: written?.baseOffset ?? written?.offset ?? null, key }
           return { ok: true, response_body: JSON.stringify(receipt) }
-        } catch (err) {
-          const result = failureOf(err, describe, { signal, secrets: [credentials.password] })
-          // A producer that lost its connection or its login starts over on the next attempt; broker answers keep it.
-          if (producer && !['not_found', 'rejected', 'unavailable', 'throttled'].includes(result.error_kind ?? '')) producers.drop(producer)
-          return result
         }
+        return sendOver(producers, undefined, send, {
+          signal,
+          secrets: [credentials.password],
+          describe,
+          // A producer that lost its connection or its login starts over on the next attempt; broker answers keep it.
+          drop: (result) => !['not_found', 'rejected', 'unavailable', 'throttled'].includes(result.error_kind ?? ''),
+        })
       },
 
       async close() {

@@ -1,5 +1,7 @@
 import { setMaxListeners } from 'node:events'
+import type { AttemptResult } from '../model/attempt-result.js'
 import { untilAborted } from '../net/deadline.js'
+import { failureOf, type DescribeError, type FailureOptions } from './failure.js'
 
 /**
  * The one connection of a publisher (a broker connection, an SDK client): opened by the first publish that needs
@@ -130,5 +132,33 @@ class OnDemandConnection<T, Input> implements LazyConnection<T, Input> {
       )
       .finally(() => this.#closing.delete(done))
     this.#closing.add(done)
+  }
+}
+
+/** How `sendOver` turns a failed send into the attempt's result, and whether it gives up the connection. */
+export interface SendFailure<T> extends FailureOptions {
+  /** The type's own error tables (see failureOf). */
+  describe: DescribeError
+  /** Whether the connection the send failed on can no longer be trusted: the next attempt opens a new one. */
+  drop(result: AttemptResult, connection: T): boolean
+}
+
+/**
+ * One publish over a publisher's connection: `send` with it (opened first if need be, `input` going to `open`); a
+ * failure, of the opening or of the send, is the failed attempt, and the connection is dropped when `failure.drop`
+ * says so.
+ *
+ * @example
+ * return sendOver(producers, undefined, (producer) => produce(producer, message), { signal, describe, drop: (result) => result.error_kind === 'network' })
+ */
+export async function sendOver<T, Input>(connection: LazyConnection<T, Input>, input: Input, send: (connection: T) => Promise<AttemptResult>, failure: SendFailure<T>): Promise<AttemptResult> {
+  let current: T | undefined
+  try {
+    current = await connection.get(failure.signal, input)
+    return await send(current)
+  } catch (err) {
+    const result = failureOf(err, failure.describe, failure)
+    if (current !== undefined && failure.drop(result, current)) connection.drop(current)
+    return result
   }
 }

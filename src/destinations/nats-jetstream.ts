@@ -3,15 +3,15 @@ import type * as Nats from '@nats-io/transport-node'
 import { isIP } from 'node:net'
 import * as v from 'valibot'
 import { loadPeer } from '../load-peer.js'
-import type { ErrorKind } from '../model/attempt-result.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { untilAborted } from '../net/deadline.js'
 import { privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
-import { failureOf, type FailureDescription } from './failure.js'
+import type { FailureDescription } from './failure.js'
 import { natsAuthOptions, natsCredentialFields, NatsCredentialsSchema } from './nats-credentials.js'
-import { lazyConnection } from './lazy-connection.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
 import { parsedBy } from './settings.js'
@@ -305,10 +305,7 @@ export const natsJetstream: DestinationTypeDefinition = {
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         const subject = renderForAttempt('subject_template', () => subjectFor(config, message))
         if (typeof subject !== 'string') return subject
-        let current: Link | undefined
-        try {
-          current = await link.get(signal)
-          const { js } = current
+        const send = async ({ js }: Link): Promise<AttemptResult> => {
           const body = new TextEncoder().encode(JSON.stringify(message.data ?? null))
           const ack = await untilAborted(
             js.publish(subject, body, {
@@ -320,12 +317,15 @@ export const natsJetstream: DestinationTypeDefinition = {
             signal,
           )
           return { ok: true, response_body: JSON.stringify({ stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate, subject }) }
-        } catch (err) {
+        }
+        return sendOver(link, undefined, send, {
+          signal,
+          secrets,
+          describe: describeNatsError,
           // A connection that let the acknowledgement time out may be hung (a dead peer, a half-open socket): the next
           // attempt opens a new one rather than waiting on it too.
-          if (signal.aborted && current) link.drop(current)
-          return failureOf(err, describeNatsError, { signal, secrets })
-        }
+          drop: () => signal.aborted,
+        })
       },
 
       close: () => link.close(),

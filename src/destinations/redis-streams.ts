@@ -1,14 +1,14 @@
 import type * as IoRedis from 'ioredis'
 import * as v from 'valibot'
 import { loadPeer } from '../load-peer.js'
-import type { ErrorKind } from '../model/attempt-result.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { untilAborted } from '../net/deadline.js'
 import { privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import { lazyConnection } from './lazy-connection.js'
+import type { FailureDescription } from './failure.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
 import { parsedBy } from './settings.js'
@@ -297,17 +297,18 @@ export const redisStreams: DestinationTypeDefinition = {
         const stream = renderForAttempt('stream_key_template', () => streamKeyFor(config, message))
         if (typeof stream !== 'string') return stream
         const fields = ['id', message.id, 'topic', message.topic, 'data', JSON.stringify(message.data ?? null), 'metadata', JSON.stringify(message.metadata)]
-        let redis: AppendingRedis | undefined
-        try {
-          redis = await client.get(signal)
+        const send = async (redis: AppendingRedis): Promise<AttemptResult> => {
           const [entryId, duplicate] = await untilAborted(redis.outflowAppend(stream, dedupeKey(stream, message.id), window, maxLength, ...fields), signal)
           return { ok: true, response_body: JSON.stringify({ stream, entry_id: entryId, duplicate: duplicate === 1 }) }
-        } catch (err) {
+        }
+        return sendOver(client, undefined, send, {
+          signal,
+          secrets: [credentials.password],
+          describe: describeRedisError,
           // A connection that let the answer time out may be hung (a dead peer, a half-open socket): the next attempt
           // opens a new one rather than waiting on it too.
-          if (signal.aborted && redis) client.drop(redis)
-          return failureOf(err, describeRedisError, { signal, secrets: [credentials.password] })
-        }
+          drop: () => signal.aborted,
+        })
       },
 
       close: () => client.close(),
