@@ -124,20 +124,54 @@ export function createVerifier(options: VerifierOptions) {
   const secrets = (Array.isArray(options.secret) ? options.secret : options.secret ? [options.secret] : []).map(hmacKey)
   const pinned = (options.publicKeys ?? []).map(importPublicKey)
   const tolerance = options.toleranceSeconds ?? defaultTolerance
+  const now = options.now ?? Date.now
+  if (secrets.length === 0 && pinned.length === 0 && !options.keySetUrl) throw new WebhookVerificationError('give a secret, public keys or a keySetUrl to verify with')
+  const keySet = options.keySetUrl ? keySetCache(options.keySetUrl, options, now) : undefined
+
+  return {
+    /**
+     * Check a delivery: `body` exactly as received (a string or the raw bytes, before any JSON parsing)
+     * and its headers. Resolves to what it carried; rejects with `WebhookVerificationError`.
+     */
+    async verify(body: string | Uint8Array, headers: HeadersInput): Promise<VerifiedWebhook> {
+      const signed = signedMessage(body, headers, now(), tolerance)
+      const { id, timestamp, message } = signed
+      const { v1, v1a } = signaturesOf(signed.signatures)
+      for (const key of secrets) {
+        const expected = createHmac('sha256', key).update(message).digest()
+        if (v1.some((given) => given.length === expected.length && timingSafeEqual(given, expected))) return { id, timestamp, payload: payloadOf(signed.raw), scheme: 'v1' }
+      }
+      if (v1a.length > 0 && (pinned.length > 0 || keySet)) {
+        let match = matchV1a(v1a, message, [...pinned, ...((await keySet?.keys()) ?? [])])
+        // A key the cached set lacks: the service may have rotated. Fetch once (not more often than minRefreshIntervalMs).
+        if (!match && keySet) {
+          const fresh = await keySet.refresh()
+          if (fresh) match = matchV1a(v1a, message, fresh)
+        }
+        if (match) return { id, timestamp, payload: payloadOf(signed.raw), scheme: 'v1a', ...(match.kid ? { kid: match.kid } : {}) }
+      }
+      throw new WebhookVerificationError('no signature matches')
+    },
+  }
+}
+
+/**
+ * The service's key set at `url`: `keys()` the cached set (fetched on first use and once `cacheMs` passed),
+ * `refresh()` the set fetched again, or undefined when the last refresh was less than `minRefreshIntervalMs` ago.
+ * Concurrent calls share one fetch.
+ */
+function keySetCache(url: string, options: Pick<VerifierOptions, 'cacheMs' | 'minRefreshIntervalMs' | 'fetch'>, now: () => number) {
   const cacheMs = options.cacheMs ?? defaultCacheMs
   const refreshMs = options.minRefreshIntervalMs ?? defaultRefreshMs
-  const now = options.now ?? Date.now
   const fetchSet = options.fetch ?? globalThis.fetch
-  if (secrets.length === 0 && pinned.length === 0 && !options.keySetUrl) throw new WebhookVerificationError('give a secret, public keys or a keySetUrl to verify with')
-
   let cached: { keys: EdKey[]; at: number } | undefined
   let inFlight: Promise<EdKey[]> | undefined
   let lastRefresh = Number.NEGATIVE_INFINITY
 
-  async function load(): Promise<EdKey[]> {
+  function load(): Promise<EdKey[]> {
     inFlight ??= (async () => {
       try {
-        const response = await fetchSet(options.keySetUrl!, { headers: { accept: 'application/json' }, redirect: 'error' })
+        const response = await fetchSet(url, { headers: { accept: 'application/json' }, redirect: 'error' })
         if (!response.ok) throw new WebhookVerificationError(`the key set answered ${response.status}`)
         const keys = keysOfSet(await response.json())
         cached = { keys, at: now() }
@@ -149,60 +183,51 @@ export function createVerifier(options: VerifierOptions) {
     return inFlight
   }
 
-  async function setKeys(): Promise<EdKey[]> {
-    if (!options.keySetUrl) return []
-    if (cached && now() - cached.at < cacheMs) return cached.keys
-    return load()
-  }
-
-  function matchV1a(signatures: Buffer[], message: Buffer, keys: EdKey[]): EdKey | undefined {
-    for (const signature of signatures) for (const candidate of keys) if (verifySignature(null, message, candidate.key, signature)) return candidate
-    return undefined
-  }
-
   return {
-    /**
-     * Check a delivery: `body` exactly as received (a string or the raw bytes, before any JSON parsing)
-     * and its headers. Resolves to what it carried; rejects with `WebhookVerificationError`.
-     */
-    async verify(body: string | Uint8Array, headers: HeadersInput): Promise<VerifiedWebhook> {
-      const id = header(headers, 'webhook-id')
-      const timestampText = header(headers, 'webhook-timestamp')
-      const signatureHeader = header(headers, 'webhook-signature')
-      if (!id || !timestampText || !signatureHeader) throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature')
-      if (!/^\d{1,12}$/.test(timestampText)) throw new WebhookVerificationError('webhook-timestamp is not unix seconds')
-      const timestamp = Number(timestampText)
-      const nowSeconds = Math.floor(now() / 1000)
-      if (timestamp < nowSeconds - tolerance) throw new WebhookVerificationError('webhook-timestamp is too old')
-      if (timestamp > nowSeconds + tolerance) throw new WebhookVerificationError('webhook-timestamp is in the future')
-      const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
-      const message = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, 'utf8'), raw])
-      const payload = () => {
-        try {
-          return JSON.parse(raw.toString('utf8')) as unknown
-        } catch {
-          throw new WebhookVerificationError('the body is not JSON')
-        }
-      }
-
-      const entries = signatureHeader.split(' ').filter(Boolean)
-      const v1 = entries.filter((e) => e.startsWith('v1,')).map((e) => Buffer.from(e.slice(3), 'base64'))
-      const v1a = entries.filter((e) => e.startsWith('v1a,')).map((e) => Buffer.from(e.slice(4), 'base64')).filter((s) => s.length === 64)
-      for (const key of secrets) {
-        const expected = createHmac('sha256', key).update(message).digest()
-        if (v1.some((given) => given.length === expected.length && timingSafeEqual(given, expected))) return { id, timestamp, payload: payload(), scheme: 'v1' }
-      }
-      if (v1a.length > 0 && (pinned.length > 0 || options.keySetUrl)) {
-        let match = matchV1a(v1a, message, [...pinned, ...(await setKeys())])
-        // A key the cached set lacks: the service may have rotated. Fetch once (not more often than refreshMs).
-        if (!match && options.keySetUrl && now() - lastRefresh >= refreshMs) {
-          lastRefresh = now()
-          match = matchV1a(v1a, message, await load())
-        }
-        if (match) return { id, timestamp, payload: payload(), scheme: 'v1a', ...(match.kid ? { kid: match.kid } : {}) }
-      }
-      throw new WebhookVerificationError('no signature matches')
+    keys: async (): Promise<EdKey[]> => (cached && now() - cached.at < cacheMs ? cached.keys : load()),
+    async refresh(): Promise<EdKey[] | undefined> {
+      if (now() - lastRefresh < refreshMs) return undefined
+      lastRefresh = now()
+      return load()
     },
+  }
+}
+
+/** The delivery's id, timestamp (checked against `nowMs` within `tolerance` seconds) and signed bytes; its signature header as given. */
+function signedMessage(body: string | Uint8Array, headers: HeadersInput, nowMs: number, tolerance: number) {
+  const id = header(headers, 'webhook-id')
+  const timestampText = header(headers, 'webhook-timestamp')
+  const signatures = header(headers, 'webhook-signature')
+  if (!id || !timestampText || !signatures) throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature')
+  if (!/^\d{1,12}$/.test(timestampText)) throw new WebhookVerificationError('webhook-timestamp is not unix seconds')
+  const timestamp = Number(timestampText)
+  const nowSeconds = Math.floor(nowMs / 1000)
+  if (timestamp < nowSeconds - tolerance) throw new WebhookVerificationError('webhook-timestamp is too old')
+  if (timestamp > nowSeconds + tolerance) throw new WebhookVerificationError('webhook-timestamp is in the future')
+  const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+  const message = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, 'utf8'), raw])
+  return { id, timestamp, raw, message, signatures }
+}
+
+/** The `v1` (HMAC) and `v1a` (Ed25519, 64 bytes) signatures of a `webhook-signature` header. */
+function signaturesOf(signatureHeader: string): { v1: Buffer[]; v1a: Buffer[] } {
+  const entries = signatureHeader.split(' ').filter(Boolean)
+  const v1 = entries.filter((e) => e.startsWith('v1,')).map((e) => Buffer.from(e.slice(3), 'base64'))
+  const v1a = entries.filter((e) => e.startsWith('v1a,')).map((e) => Buffer.from(e.slice(4), 'base64')).filter((s) => s.length === 64)
+  return { v1, v1a }
+}
+
+function matchV1a(signatures: Buffer[], message: Buffer, keys: EdKey[]): EdKey | undefined {
+  for (const signature of signatures) for (const candidate of keys) if (verifySignature(null, message, candidate.key, signature)) return candidate
+  return undefined
+}
+
+/** The verified body, parsed. */
+function payloadOf(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8')) as unknown
+  } catch {
+    throw new WebhookVerificationError('the body is not JSON')
   }
 }
 

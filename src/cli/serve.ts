@@ -6,6 +6,7 @@ import { sendWebResponse, toWebRequest } from '../http/node.js'
 import { errorFields, type Logger } from '../logger.js'
 import { engineOptions, invalid, storageError, storageOf, type ReadSettings, type Settings } from './settings.js'
 import { otlpRequested, startTelemetry } from './telemetry.js'
+import { hostPort } from '../net/host-port.js'
 
 /**
  * `outflow serve`: the engine and its HTTP API (`/api/v1`, and `/healthz` at the root) on Node's
@@ -32,7 +33,7 @@ export async function serve({ settings, origin }: ReadSettings, logger: Logger, 
     throw error
   }
   const { address, port } = server.address() as AddressInfo
-  const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`
+  const url = `http://${hostPort(address, port)}`
   logger.info({ url, api: `${url}/api/v1`, openapi: `${url}/api/v1/openapi.json` }, 'listening')
   stopOnSignals(logger, async () => {
     await closeServer(server, settings.server.requestTimeoutMs)

@@ -2,7 +2,7 @@ import type { DeliveryWorker, QueuedDelivery } from './worker.js'
 import { OutflowError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { PublishResult } from '../model/event.js'
-import type { EventRecord, NewDelivery, NewEventWithDeliveries, PublishTarget } from '../storage/storage.js'
+import type { EventRecord, InsertEventResult, NewDelivery, NewEventWithDeliveries, PublishTarget } from '../storage/storage.js'
 import { orderingKey } from '../model/delivery-settings.js'
 import type { TraceLink } from '../telemetry.js'
 import type { Storage } from '../storage/storage.js'
@@ -80,24 +80,11 @@ export class EventWriter {
         this.#failQueued(err)
         throw err
       })
-      // A call naming an unknown tenant or destination fails alone; the rest of the batch goes on.
-      const accepted: { pending: Pending; items: NewEventWithDeliveries[] }[] = []
-      for (const pending of batch) {
-        try {
-          // One group per call: its events are inserted all or none (storage re-checks the tenants).
-          const group = accepted.length
-          accepted.push({ pending, items: pending.events.map((e) => ({ ...planDeliveries(e, targets), group })) })
-        } catch (err) {
-          pending.reject(err)
-        }
-      }
+      const accepted = planCalls(batch, targets)
       const items = accepted.flatMap((a) => a.items)
-      // Skipped deliveries are never attempted, and ordered ones wait for their turn: neither takes the fast path.
-      const fast = (d: NewDelivery) => !d.skipped && d.order_key === undefined
-      const count = items.reduce((n, i) => n + i.deliveries.filter(fast).length, 0)
-      const now = this.#now()
-      const lease = this.#worker.fastPathLease(count, now)
-      if (lease) for (const item of items) for (const d of item.deliveries) if (fast(d)) Object.assign(d, lease)
+      const count = items.reduce((n, i) => n + i.deliveries.filter(takesFastPath).length, 0)
+      const lease = this.#worker.fastPathLease(count, this.#now())
+      if (lease) for (const item of items) for (const d of item.deliveries) if (takesFastPath(d)) Object.assign(d, lease)
       let results
       try {
         results = await this.#storage.insertEvents(items)
@@ -106,29 +93,7 @@ export class EventWriter {
         this.#failQueued(err)
         return
       }
-      const claimed: QueuedDelivery[] = []
-      let offset = 0
-      for (const { pending, items: own } of accepted) {
-        const mine = results.slice(offset, offset + own.length)
-        offset += own.length
-        // Deleted between the read of its targets and the insert: as if deleted first.
-        const missing = mine.find((r) => r.missing_tenant !== undefined)?.missing_tenant
-        if (missing !== undefined) {
-          pending.reject(notFound('tenant', missing))
-          continue
-        }
-        pending.resolve(mine.map((r, i) => ({ id: own[i]!.event.id, duplicate: r.duplicate, destination_ids: r.destination_ids })))
-        if (lease)
-          mine.forEach((r, i) => {
-            if (r.duplicate) return
-            const { event, deliveries } = own[i]!
-            const { trace } = pending.events[i]!
-            // Only the deliveries written: a destination deleted meanwhile has none.
-            for (const d of deliveries)
-              if (fast(d) && r.destination_ids.includes(d.destination_id))
-                claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
-          })
-      }
+      const claimed = answerCalls(accepted, results, Boolean(lease))
       if (claimed.length) this.#worker.enqueue(claimed)
     } catch (err) {
       for (const p of batch) p.reject(err)
@@ -149,6 +114,61 @@ export class EventWriter {
   async drain(): Promise<void> {
     while (this.#running) await this.#running
   }
+}
+
+/** A call of the batch with the rows planned for its events. */
+interface AcceptedCall {
+  pending: Pending
+  items: NewEventWithDeliveries[]
+}
+
+/** Skipped deliveries are never attempted, and ordered ones wait for their turn: neither takes the fast path. */
+const takesFastPath = (d: NewDelivery) => !d.skipped && d.order_key === undefined
+
+/** Plan each call's rows; a call naming an unknown tenant or destination fails alone, the rest of the batch goes on. */
+function planCalls(batch: Pending[], targets: Map<string, PublishTarget[]>): AcceptedCall[] {
+  const accepted: AcceptedCall[] = []
+  for (const pending of batch) {
+    try {
+      // One group per call: its events are inserted all or none (storage re-checks the tenants).
+      const group = accepted.length
+      accepted.push({ pending, items: pending.events.map((e) => ({ ...planDeliveries(e, targets), group })) })
+    } catch (err) {
+      pending.reject(err)
+    }
+  }
+  return accepted
+}
+
+/**
+ * Answer each call with its share of the insert's `results` (in call order). `leased`: the fast-path deliveries
+ * were inserted leased to the local worker; returns those written, for its queue.
+ */
+function answerCalls(accepted: AcceptedCall[], results: InsertEventResult[], leased: boolean): QueuedDelivery[] {
+  const claimed: QueuedDelivery[] = []
+  let offset = 0
+  for (const { pending, items: own } of accepted) {
+    const mine = results.slice(offset, offset + own.length)
+    offset += own.length
+    // Deleted between the read of its targets and the insert: as if deleted first.
+    const missing = mine.find((r) => r.missing_tenant !== undefined)?.missing_tenant
+    if (missing !== undefined) {
+      pending.reject(notFound('tenant', missing))
+      continue
+    }
+    pending.resolve(mine.map((r, i) => ({ id: own[i]!.event.id, duplicate: r.duplicate, destination_ids: r.destination_ids })))
+    if (leased)
+      mine.forEach((r, i) => {
+        if (r.duplicate) return
+        const { event, deliveries } = own[i]!
+        const { trace } = pending.events[i]!
+        // Only the deliveries written: a destination deleted meanwhile has none.
+        for (const d of deliveries)
+          if (takesFastPath(d) && r.destination_ids.includes(d.destination_id))
+            claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
+      })
+  }
+  return claimed
 }
 
 /**

@@ -10,6 +10,8 @@ import { failureOf, type FailureDescription } from './failure.js'
 import { lazyConnection, type LazyConnection } from './lazy-connection.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { parsedBy } from './settings.js'
+import { hostPort, readServerAddress } from '../net/host-port.js'
 
 /** Where to connect, parsed from `server_url` + `tls` (credentials are kept apart so they never reach a URL). */
 interface BrokerAddress {
@@ -19,26 +21,17 @@ interface BrokerAddress {
   vhost: string
 }
 
-const hostPortPattern = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/
-
 /** Parse `server_url`; returns an error message instead of throwing so the schema can report it. */
 function parseServerUrl(serverUrl: string, tls = false): BrokerAddress | string {
-  const text = serverUrl.trim()
-  if (!/^amqps?:\/\//i.test(text)) {
-    const match = hostPortPattern.exec(text)
-    if (!match) return 'must be "host:port" or an amqp:// or amqps:// URL'
+  const read = readServerAddress(serverUrl.trim(), ['amqp', 'amqps'], 'must be "host:port" or an amqp:// or amqps:// URL')
+  if (typeof read === 'string') return read
+  const { hostname, url } = read
+  if (!url) {
     const protocol = tls ? 'amqps' : 'amqp'
-    const port = match[2] === undefined ? (tls ? 5671 : 5672) : Number(match[2])
+    const port = read.port === undefined ? (tls ? 5671 : 5672) : Number(read.port)
     if (port < 1 || port > 65535) return 'port must be between 1 and 65535'
-    return { protocol, hostname: match[1]!.replace(/^\[|\]$/g, ''), port, vhost: '/' }
+    return { protocol, hostname, port, vhost: '/' }
   }
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    return 'must be "host:port" or an amqp:// or amqps:// URL'
-  }
-  if (!url.hostname) return 'must name a host'
   // config is returned unmasked; credentials belong in the masked `credentials` object.
   if (url.username || url.password) return 'must not contain a user name or password: put them in credentials'
   if (url.search || url.hash) return 'must not contain query parameters or a fragment'
@@ -46,20 +39,12 @@ function parseServerUrl(serverUrl: string, tls = false): BrokerAddress | string 
   if (path.includes('/')) return 'the virtual host must be one path segment (encode "/" as %2F)'
   const protocol = url.protocol === 'amqps:' || tls ? 'amqps' : 'amqp'
   const port = url.port ? Number(url.port) : protocol === 'amqps' ? 5671 : 5672
-  return { protocol, hostname: url.hostname.replace(/^\[|\]$/g, ''), port, vhost: path === '' ? '/' : decodeURIComponent(path) }
+  return { protocol, hostname, port, vhost: path === '' ? '/' : decodeURIComponent(path) }
 }
 
 const ConfigSchema = v.strictObject(
   {
-    server_url: v.pipe(
-      v.string('must be a string'),
-      v.minLength(1, 'required'),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed) return
-        const parsed = parseServerUrl(dataset.value)
-        if (typeof parsed === 'string') addIssue({ message: parsed })
-      }),
-    ),
+    server_url: v.pipe(v.string('must be a string'), v.minLength(1, 'required'), parsedBy(parseServerUrl)),
     exchange: v.optional(v.pipe(v.string('must be a string'), v.maxLength(255, 'must be at most 255 characters'))),
     routing_key: v.optional(v.pipe(v.string('must be a string'), v.maxLength(255, 'must be at most 255 characters'))),
     tls: v.optional(v.boolean('must be a boolean')),
@@ -278,8 +263,7 @@ function routingKeyFor(config: AmqpConfig, message: DeliveryMessage): string {
 
 /** `amqp://host:port/vhost`, without credentials. */
 function brokerUrl(address: BrokerAddress): string {
-  const host = address.hostname.includes(':') ? `[${address.hostname}]` : address.hostname
-  return `${address.protocol}://${host}:${address.port}/${address.vhost === '/' ? '' : encodeURIComponent(address.vhost)}`
+  return `${address.protocol}://${hostPort(address.hostname, address.port)}/${address.vhost === '/' ? '' : encodeURIComponent(address.vhost)}`
 }
 
 /** RabbitMQ (AMQP 0-9-1) destinations: publish with confirms to an existing exchange. */

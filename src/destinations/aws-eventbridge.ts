@@ -1,7 +1,5 @@
 import type * as EventBridge from '@aws-sdk/client-eventbridge'
 import * as v from 'valibot'
-import { OutflowError } from '../errors.js'
-import { issuesToData } from '../model/common.js'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { errorCodes, isConnectionFailure } from '../net/transport-error.js'
 import { privateEndpointError } from '../net/endpoint-guard.js'
@@ -11,6 +9,7 @@ import { failureOf, type FailureDescription } from './failure.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { parseStored } from './settings.js'
 
 const busNamePattern = '^[A-Za-z0-9/_.-]{1,256}$'
 const busArnPattern = /^arn:aws[a-z-]*:events:([a-z0-9-]+):\d{12}:event-bus\/[A-Za-z0-9/_.-]{1,256}$/
@@ -129,13 +128,6 @@ function failedEntry(entry: EventBridge.PutEventsResultEntry | undefined, status
   }
 }
 
-/** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
-function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefix: string): v.InferOutput<S> {
-  const result = v.safeParse(schema, input)
-  if (result.success) return result.output
-  throw new OutflowError('validation', `invalid aws_eventbridge ${prefix}`, { data: issuesToData(result.issues, prefix) })
-}
-
 /** The region to sign for: configured, else the bus ARN's, else us-east-1. */
 function regionOf(config: EventBridgeConfig): string {
   return config.region ?? busArnPattern.exec(config.event_bus)?.[1] ?? 'us-east-1'
@@ -170,8 +162,8 @@ export const awsEventbridge: DestinationTypeDefinition = {
   },
 
   async createPublisher(destination, context): Promise<Publisher> {
-    const config = parseStored(ConfigSchema, destination.config, 'config')
-    const credentials = parseStored(AwsCredentialsSchema, destination.credentials, 'credentials')
+    const config = parseStored('aws_eventbridge', ConfigSchema, destination.config, 'config')
+    const credentials = parseStored('aws_eventbridge', AwsCredentialsSchema, destination.credentials, 'credentials')
     const sdk = await loadPeer<typeof EventBridge>('@aws-sdk/client-eventbridge', 'aws_eventbridge destinations')
     const refused = privateEndpointError(config.endpoint, context)
     const client = new sdk.EventBridgeClient({

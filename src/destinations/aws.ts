@@ -7,7 +7,7 @@ import type { ErrorKind } from '../model/attempt-result.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import type { PublisherContext } from './types.js'
 
-// What the AWS-backed types (cloudx_s3, cloudx_kinesis, cloudx_sqs) share: credentials, endpoints,
+// What the AWS-backed types (cloudx_s3, cloudx_kinesis, cloudx_sqs) share: credentials, regions, endpoints,
 // the SDK request handler and error codes.
 
 /** An http(s) endpoint URL of an AWS-compatible service or emulator. */
@@ -16,6 +16,17 @@ export const AwsEndpointSchema = v.pipe(
   v.url('must be a URL'),
   v.check((url) => /^https?:\/\//i.test(url), 'must be an http:// or https:// URL'),
 )
+
+/** A region name such as us-east-1 (cloudx_s3, cloudx_kinesis); an AWS-compatible service may name its own. */
+const regionPattern = '^[a-z0-9]+(-[a-z0-9]+)*$'
+
+/** The `region` setting of cloudx_s3 and cloudx_kinesis. */
+export const AwsRegionSchema = v.pipe(v.string('must be a string'), v.regex(new RegExp(regionPattern), 'must be a region name such as us-east-1'))
+
+/** The field of `AwsRegionSchema`; `of` names what is in the region, e.g. `the bucket`. */
+export function awsRegionField(of: string): FieldSpec {
+  return { key: 'region', type: 'text', label: 'Region', description: `The region of ${of}, e.g. us-east-1.`, required: true, sensitive: false, pattern: regionPattern }
+}
 
 /** AWS static credentials `{ key, secret, session? }`, shared by the cloudx types. */
 export const AwsCredentialsSchema = v.strictObject(

@@ -1,10 +1,10 @@
 import type * as Kinesis from '@aws-sdk/client-kinesis'
 import type * as SmithyHttp from '@smithy/node-http-handler'
 import * as v from 'valibot'
-import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsRegionField, AwsRegionSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { privateEndpointError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
-import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
+import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { errorCodes } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
@@ -15,12 +15,11 @@ import type { FieldSpec } from '../model/destination-type.js'
 const MAX_PARTITION_KEY_CHARS = 256
 
 const streamPattern = '^[a-zA-Z0-9_.-]{1,128}$'
-const regionPattern = '^[a-z0-9]+(-[a-z0-9]+)*$'
 
 const ConfigSchema = v.strictObject(
   {
     stream_name: v.pipe(v.string('must be a string'), v.regex(new RegExp(streamPattern), 'must be 1–128 letters, digits, "_", "." or "-"')),
-    region: v.pipe(v.string('must be a string'), v.regex(new RegExp(regionPattern), 'must be a region name such as us-east-1')),
+    region: AwsRegionSchema,
     endpoint: v.optional(AwsEndpointSchema),
     partition_key_template: v.optional(TemplateSchema),
   },
@@ -31,7 +30,7 @@ type KinesisConfig = v.InferOutput<typeof ConfigSchema>
 
 const configFields: FieldSpec[] = [
   { key: 'stream_name', type: 'text', label: 'Stream name', description: 'The name of an existing data stream.', required: true, sensitive: false, pattern: streamPattern, minlength: 1, maxlength: 128 },
-  { key: 'region', type: 'text', label: 'Region', description: 'The region of the stream, e.g. us-east-1.', required: true, sensitive: false, pattern: regionPattern },
+  awsRegionField('the stream'),
   {
     key: 'endpoint',
     type: 'text',
@@ -151,12 +150,9 @@ export const cloudxKinesis: DestinationTypeDefinition = {
     return {
       async publish(message, { signal }) {
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        let partitionKey: string
-        try {
-          partitionKey = config.partition_key_template ? renderTemplate(config.partition_key_template, templateSubject(message)) : message.id
-        } catch (err) {
-          return { ok: false, error_kind: 'configuration', error: `partition_key_template: ${(err as Error).message}` }
-        }
+        const template = config.partition_key_template
+        const partitionKey = renderForAttempt('partition_key_template', () => (template ? renderTemplate(template, templateSubject(message)) : message.id))
+        if (typeof partitionKey !== 'string') return partitionKey
         if ([...partitionKey].length > MAX_PARTITION_KEY_CHARS) {
           return { ok: false, error_kind: 'configuration', error: `the partition key is longer than ${MAX_PARTITION_KEY_CHARS} characters` }
         }

@@ -1,9 +1,9 @@
 import type * as S3 from '@aws-sdk/client-s3'
 import * as v from 'valibot'
 import { privateEndpointError } from '../net/endpoint-guard.js'
-import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
+import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointSchema, awsRegionField, AwsRegionSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { loadPeer } from '../load-peer.js'
-import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
+import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { errorCodes } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
@@ -29,12 +29,11 @@ export const s3StorageClasses = [
 const MAX_KEY_BYTES = 1024
 
 const bucketPattern = '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$'
-const regionPattern = '^[a-z0-9]+(-[a-z0-9]+)*$'
 
 const ConfigSchema = v.strictObject(
   {
     bucket: v.pipe(v.string('must be a string'), v.regex(new RegExp(bucketPattern), 'must be a valid bucket name (3–63 lower-case letters, digits, "." and "-")')),
-    region: v.pipe(v.string('must be a string'), v.regex(new RegExp(regionPattern), 'must be a region name such as us-east-1')),
+    region: AwsRegionSchema,
     key_template: v.optional(TemplateSchema),
     storage_class: v.optional(v.picklist(s3StorageClasses, `must be one of ${s3StorageClasses.join(', ')}`)),
     endpoint: v.optional(AwsEndpointSchema),
@@ -46,7 +45,7 @@ type S3Config = v.InferOutput<typeof ConfigSchema>
 
 const configFields: FieldSpec[] = [
   { key: 'bucket', type: 'text', label: 'Bucket', description: 'The name of an existing bucket.', required: true, sensitive: false, pattern: bucketPattern, minlength: 3, maxlength: 63 },
-  { key: 'region', type: 'text', label: 'Region', description: 'The region of the bucket, e.g. us-east-1.', required: true, sensitive: false, pattern: regionPattern },
+  awsRegionField('the bucket'),
   {
     key: 'key_template',
     type: 'text',
@@ -179,14 +178,9 @@ export const cloudxS3: DestinationTypeDefinition = {
     return {
       async publish(message, { signal }) {
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        let key: string
-        try {
-          key = config.key_template
-            ? renderTemplate(config.key_template, templateSubject(message))
-            : defaultKey(message)
-        } catch (err) {
-          return { ok: false, error_kind: 'configuration', error: `key_template: ${(err as Error).message}` }
-        }
+        const template = config.key_template
+        const key = renderForAttempt('key_template', () => (template ? renderTemplate(template, templateSubject(message)) : defaultKey(message)))
+        if (typeof key !== 'string') return key
         if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
           return { ok: false, error_kind: 'configuration', error: `the object key is longer than ${MAX_KEY_BYTES} bytes` }
         }

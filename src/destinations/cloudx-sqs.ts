@@ -1,7 +1,5 @@
 import type * as Sqs from '@aws-sdk/client-sqs'
 import * as v from 'valibot'
-import { OutflowError } from '../errors.js'
-import { issuesToData } from '../model/common.js'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { errorCodes, isConnectionFailure } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
@@ -10,6 +8,7 @@ import { loadPeer } from '../load-peer.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { parsedBy, parseStored } from './settings.js'
 
 const queueNamePattern = /^[A-Za-z0-9_-]{1,80}(\.fifo)?$/
 const regionPattern = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/
@@ -61,15 +60,7 @@ function httpUrlCheck(message: string) {
 
 const ConfigSchema = v.strictObject(
   {
-    queue_url: v.pipe(
-      v.string('must be a string'),
-      v.minLength(1, 'required'),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed) return
-        const parsed = parseQueueUrl(dataset.value)
-        if (typeof parsed === 'string') addIssue({ message: parsed })
-      }),
-    ),
+    queue_url: v.pipe(v.string('must be a string'), v.minLength(1, 'required'), parsedBy(parseQueueUrl)),
     region: v.optional(v.pipe(v.string('must be a string'), v.regex(regionPattern, 'must be an AWS region such as us-east-1'))),
     endpoint: v.optional(v.pipe(v.string('must be a string'), httpUrlCheck('must be an http:// or https:// URL without credentials'))),
   },
@@ -210,13 +201,6 @@ function describeSqsError(err: unknown, message: string): FailureDescription {
   return { kind, error, status, body: status === undefined ? undefined : JSON.stringify({ code, message }) }
 }
 
-/** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
-function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefix: string): v.InferOutput<S> {
-  const result = v.safeParse(schema, input)
-  if (result.success) return result.output
-  throw new OutflowError('validation', `invalid cloudx_sqs ${prefix}`, { data: issuesToData(result.issues, prefix) })
-}
-
 /** The SendMessage input for one delivery. */
 function sendMessageInput(config: SqsConfig, message: DeliveryMessage): Sqs.SendMessageCommandInput {
   const input: Sqs.SendMessageCommandInput = {
@@ -249,8 +233,8 @@ export const cloudxSqs: DestinationTypeDefinition = {
   target: (config) => (typeof config.queue_url === 'string' ? queueName(config.queue_url) : undefined),
   targetUrl: (config) => (typeof config.queue_url === 'string' ? config.queue_url : undefined),
   async createPublisher(destination, context): Promise<Publisher> {
-    const config = parseStored(ConfigSchema, destination.config, 'config')
-    const credentials = parseStored(AwsCredentialsSchema, destination.credentials, 'credentials')
+    const config = parseStored('cloudx_sqs', ConfigSchema, destination.config, 'config')
+    const credentials = parseStored('cloudx_sqs', AwsCredentialsSchema, destination.credentials, 'credentials')
     const sdk = await loadPeer<typeof Sqs>('@aws-sdk/client-sqs', 'cloudx_sqs destinations')
     // Always explicit: the queue URL's own host is where AWS wants the call, and AWS_ENDPOINT_URL* of the host must not redirect it.
     const endpoint = config.endpoint ?? new URL(config.queue_url).origin

@@ -1,16 +1,15 @@
 import type { LookupAddress } from 'node:dns'
 import type * as ServiceBus from '@azure/service-bus'
 import * as v from 'valibot'
-import { OutflowError } from '../errors.js'
-import { issuesToData } from '../model/common.js'
-import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
+import { hostChecker } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
-import type { ErrorKind } from '../model/attempt-result.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import { lazyConnection } from './lazy-connection.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { FailureDescription } from './failure.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
 import type { DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { parsedBy, parseStored } from './settings.js'
 
 /** Queue and topic names: letters, digits, `. - _ /` (nested paths), 1–260 characters, not starting or ending with a separator. */
 const entityNamePattern = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,258}[A-Za-z0-9_])?$/
@@ -65,11 +64,7 @@ const CredentialsSchema = v.strictObject(
       v.string('must be a string'),
       v.minLength(1, 'required'),
       v.maxLength(4096, 'must be at most 4096 characters'),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed) return
-        const parsed = parseConnectionString(dataset.value)
-        if (typeof parsed === 'string') addIssue({ message: parsed })
-      }),
+      parsedBy(parseConnectionString),
     ),
   },
   'unexpected field',
@@ -180,13 +175,6 @@ function describeServiceBusError(err: unknown, message: string): FailureDescript
   return { kind, error }
 }
 
-/** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
-function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefix: string): v.InferOutput<S> {
-  const result = v.safeParse(schema, input)
-  if (result.success) return result.output
-  throw new OutflowError('validation', `invalid cloudy_servicebus ${prefix}`, { data: issuesToData(result.issues, prefix) })
-}
-
 /** One client and one sender, opened by the first publish and kept for the next ones. */
 interface Connection {
   client: ServiceBus.ServiceBusClient
@@ -260,13 +248,13 @@ export const cloudyServicebus: DestinationTypeDefinition = {
   packages: ['@azure/service-bus'],
   target: (config) => (typeof config.name === 'string' ? config.name : undefined),
   async createPublisher(destination, context): Promise<Publisher> {
-    const config: ServiceBusConfig = parseStored(ConfigSchema, destination.config, 'config')
-    const { connection_string: connectionString } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
+    const config: ServiceBusConfig = parseStored('cloudy_servicebus', ConfigSchema, destination.config, 'config')
+    const { connection_string: connectionString } = parseStored('cloudy_servicebus', CredentialsSchema, destination.credentials, 'credentials')
     const sdk = await loadPeer<typeof ServiceBus>('@azure/service-bus', 'cloudy_servicebus destinations')
     const namespace = namespaceOf(connectionString)
-    // The Endpoint host is tenant input. A literal cannot change, so it is judged once; a name is resolved and
-    // checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.
-    const refused = privateHostError(namespace.hostname, context)
+    // The Endpoint host is tenant input. IPv4 only for the emulator: its client is pinned, and the SDK cannot be
+    // pinned to an IPv6 address.
+    const checkHost = hostChecker(namespace.hostname, context, namespace.emulator ? 4 : 0)
     const target: SenderTarget = { connectionString, name: config.name, namespace, userAgent: context.userAgent }
     const connection = lazyConnection({ open: (_signal, checked: LookupAddress[] | undefined) => openSender(sdk, target, checked), close: closeSender })
     const secrets = connectionSecrets(connectionString)
@@ -274,29 +262,23 @@ export const cloudyServicebus: DestinationTypeDefinition = {
     return {
       async publish(message, { signal }) {
         if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        let checked: LookupAddress[] | undefined
-        try {
-          // IPv4 only for the emulator: its client is pinned, and the SDK cannot be pinned to an IPv6 address.
-          checked = await resolvePublicHost(namespace.hostname, context, namespace.emulator ? 4 : 0)
-        } catch (err) {
-          return hostFailure(err, namespace.hostname)
-        }
+        const host = await checkHost()
+        if ('failure' in host) return host.failure
         if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        let current: Connection | undefined
-        try {
-          current = await connection.get(signal, checked)
-          await current.sender.sendMessages(
+        const send = async ({ sender }: Connection): Promise<AttemptResult> => {
+          await sender.sendMessages(
             { body: message.data, contentType: 'application/json', messageId: message.id, subject: message.topic, applicationProperties: message.metadata },
             { abortSignal: signal },
           )
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: message.id }) }
-        } catch (err) {
-          const result = failureOf(err, describeServiceBusError, { signal, secrets })
-          // A broken connection or link is rebuilt by the next attempt rather than trusted to recover.
-          if (current && result.error_kind !== 'rejected' && result.error_kind !== 'throttled') connection.drop(current)
-          return result
         }
+        return sendOver(connection, host.addresses, send, {
+          signal,
+          secrets,
+          describe: describeServiceBusError,
+          // A broken connection or link is rebuilt by the next attempt rather than trusted to recover.
+          drop: (result) => result.error_kind !== 'rejected' && result.error_kind !== 'throttled',
+        })
       },
       close: () => connection.close(),
     }

@@ -1,18 +1,17 @@
-import type { LookupAddress } from 'node:dns'
 import type * as PubSubModule from '@google-cloud/pubsub'
 import * as v from 'valibot'
 import { OutflowError, type ErrorData } from '../errors.js'
-import { issuesToData } from '../model/common.js'
-import { hostFailure, privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
+import { hostChecker } from '../net/endpoint-guard.js'
 import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
 import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
-import type { ErrorKind } from '../model/attempt-result.js'
-import { failureOf, type FailureDescription } from './failure.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { FailureDescription } from './failure.js'
 import { googleCredentialIssue, googleCredentialSecrets } from './google-credentials.js'
-import { lazyConnection } from './lazy-connection.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
 import { jsonBody, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { parsedBy, parseStored } from './settings.js'
 
 /** GCP project ids (6–30 characters), optionally domain-scoped (`example.com:my-project`). */
 const projectIdPattern = /^([a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/
@@ -52,12 +51,7 @@ const CredentialsSchema = v.strictObject(
       v.string('must be a string'),
       v.minLength(1, 'required'),
       v.maxLength(32_768, 'must be at most 32768 characters'),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed) return
-        const parsed = parseKeyJson(dataset.value)
-        // The message never repeats the input: it holds a private key.
-        if (typeof parsed === 'string') addIssue({ message: parsed })
-      }),
+      parsedBy(parseKeyJson),
     ),
   },
   'unexpected field',
@@ -203,13 +197,6 @@ function describePubsubError(err: unknown, message: string): FailureDescription 
   return { kind, error: message.startsWith(code) || /^\d+ [A-Z_]+:/.test(message) ? message : `${code}: ${message}` }
 }
 
-/** Check stored settings again at publisher creation: a corrupt row must not reach the SDK. */
-function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefix: string): v.InferOutput<S> {
-  const result = v.safeParse(schema, input)
-  if (result.success) return result.output
-  throw new OutflowError('validation', `invalid cloudz_pubsub ${prefix}`, { data: issuesToData(result.issues, prefix) })
-}
-
 /** The PubSub client options: emulator mode (plaintext, no auth) or a service-account key; and the key to scrub from errors. */
 function clientOptions(config: PubsubConfig, keyJson: string, userAgent: string): { options: PubSubModule.ClientConfig; secrets: string[] } {
   const options: PubSubModule.ClientConfig = { projectId: config.project_id }
@@ -279,47 +266,38 @@ export const cloudzPubsub: DestinationTypeDefinition = {
     return `https://console.cloud.google.com/cloudpubsub/topic/detail/${encodeURIComponent(config.topic)}?project=${encodeURIComponent(config.project_id)}`
   },
   async createPublisher(destination, context): Promise<Publisher> {
-    const config = parseStored(ConfigSchema, destination.config, 'config')
-    const { service_account_json: keyJson } = parseStored(CredentialsSchema, destination.credentials, 'credentials')
+    const config = parseStored('cloudz_pubsub', ConfigSchema, destination.config, 'config')
+    const { service_account_json: keyJson } = parseStored('cloudz_pubsub', CredentialsSchema, destination.credentials, 'credentials')
     const sdk = await loadSdk()
     const issues = await pubsubDestinationIssues(config, { service_account_json: keyJson })
     if (issues) throw new OutflowError('validation', 'invalid cloudz_pubsub credentials', { data: issues })
     const { options, secrets } = clientOptions(config, keyJson, context.userAgent)
-    // The endpoint host is tenant input (without one the SDK calls Google). A literal cannot change, so it is judged once;
-    // a name is resolved and checked before every publish, since DNS answers change and the SDK has no hook into its own lookups.
-    const host = config.endpoint === undefined ? undefined : endpointHost(config.endpoint)
-    const refused = host === undefined ? undefined : privateHostError(host, context)
     const emulator = isEmulatorEndpoint(config.endpoint)
+    // The endpoint host is tenant input (without one the SDK calls Google). IPv4 only for an emulator: its client is
+    // pinned to one of them.
+    const checkHost = hostChecker(config.endpoint === undefined ? undefined : endpointHost(config.endpoint), context, emulator ? 4 : 0)
     // Opened by the first publish (and again after a pinned client failed), with the addresses just checked.
     const connection = lazyConnection({ open: (_signal, pin: string | undefined) => openTopic(sdk, options, config, pin), close: (open: OpenTopic) => open.client.close() })
 
     return {
       async publish(message, { signal }) {
         if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        let checked: LookupAddress[] | undefined
-        if (host !== undefined) {
-          try {
-            // IPv4 only for an emulator: its client is pinned to one of them.
-            checked = await resolvePublicHost(host, context, emulator ? 4 : 0)
-          } catch (err) {
-            return hostFailure(err, host)
-          }
-          if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        }
-        let current: OpenTopic | undefined
-        try {
-          current = await connection.get(signal, emulator ? checked?.[0]?.address : undefined)
+        const host = await checkHost()
+        if ('failure' in host) return host.failure
+        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+        const send = async ({ topic }: OpenTopic): Promise<AttemptResult> => {
           const data = Buffer.from(jsonBody(message), 'utf8')
           // The SDK takes no signal: the attempt stops waiting at its deadline, and the call's late outcome is ignored.
-          const messageId = await untilAborted(current.topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) }), signal)
+          const messageId = await untilAborted(topic.publishMessage({ data, attributes: pubsubAttributes(message.metadata) }), signal)
           return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: messageId }) }
-        } catch (err) {
-          const result = failureOf(err, describePubsubError, { signal, secrets })
-          // A pinned client resolves again on the next publish: the emulator may have moved.
-          if (current?.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout')) connection.drop(current)
-          return result
         }
+        return sendOver(connection, emulator ? host.addresses?.[0]?.address : undefined, send, {
+          signal,
+          secrets,
+          describe: describePubsubError,
+          // A pinned client resolves again on the next publish: the emulator may have moved.
+          drop: (result, current) => current.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout'),
+        })
       },
       close: () => connection.close(),
     }

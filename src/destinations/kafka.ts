@@ -3,18 +3,19 @@ import tls from 'node:tls'
 import type * as KafkaJs from 'kafkajs'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
-import { issuesToData } from '../model/common.js'
 import { guardedLookup, ipLiteral, isPrivateAddress, ssrfError } from '../net/ssrf.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { transportErrorKind } from '../net/transport-error.js'
 import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
-import type { ErrorKind } from '../model/attempt-result.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import { lazyConnection } from './lazy-connection.js'
-import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
+import type { FailureDescription } from './failure.js'
+import { lazyConnection, sendOver, type LazyConnection } from './lazy-connection.js'
+import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
+import { parsedBy, parseStored } from './settings.js'
+import { hostPort, unbracketed } from '../net/host-port.js'
 
 // Client: kafkajs. Its `socketFactory` lets every socket it opens (seed brokers and the brokers the cluster
 // advertises) go through the SSRF guard after DNS, as the other types do; it is pure JS with no dependencies and
@@ -42,21 +43,14 @@ function parseBrokers(text: string): BrokerAddress[] | string {
     if (!match) return `"${part}" is not host:port (a comma-separated list of host:port, no scheme or credentials)`
     const port = Number(match[2])
     if (port < 1 || port > 65535) return `"${part}": the port must be between 1 and 65535`
-    brokers.push({ host: match[1]!.replace(/^\[|\]$/g, ''), port })
+    brokers.push({ host: unbracketed(match[1]!), port })
   }
   return brokers
 }
 
 const ConfigSchema = v.strictObject(
   {
-    brokers: v.pipe(
-      v.string('must be a string'),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed) return
-        const parsed = parseBrokers(dataset.value)
-        if (typeof parsed === 'string') addIssue({ message: parsed })
-      }),
-    ),
+    brokers: v.pipe(v.string('must be a string'), parsedBy(parseBrokers)),
     topic: v.pipe(v.string('must be a string'), v.regex(new RegExp(topicPattern), 'must be 1–249 letters, digits, ".", "_" or "-"'), v.check((t) => t !== '.' && t !== '..', 'must not be "." or ".."')),
     key_template: v.optional(TemplateSchema),
     tls: v.optional(v.boolean('must be a boolean')),
@@ -224,13 +218,6 @@ function describeKafkaError(err: unknown, message: string, topic: string): Failu
   return { kind, error: head ? `${head}: ${detail}` : detail }
 }
 
-/** Check stored settings again at publisher creation: a corrupt row must not reach the client. */
-function parseStored<S extends v.GenericSchema>(schema: S, input: unknown, prefix: string): v.InferOutput<S> {
-  const result = v.safeParse(schema, input)
-  if (result.success) return result.output
-  throw new OutflowError('validation', `invalid kafka ${prefix}`, { data: issuesToData(result.issues, prefix) })
-}
-
 /**
  * Sockets for kafkajs that refuse private addresses: names are checked after DNS (on the address the socket uses),
  * literals here, for every broker the client connects to, including those the cluster's metadata names.
@@ -267,7 +254,7 @@ function clientConfig(config: KafkaConfig, credentials: KafkaCredentials, broker
       : undefined
   return {
     clientId: `outflow-${id}`,
-    brokers: brokers.map(({ host, port }) => `${host.includes(':') ? `[${host}]` : host}:${port}`),
+    brokers: brokers.map(({ host, port }) => hostPort(host, port)),
     ssl: config.tls === true,
     ...(sasl ? { sasl } : {}),
     connectionTimeout: 5_000,
@@ -277,6 +264,26 @@ function clientConfig(config: KafkaConfig, credentials: KafkaCredentials, broker
     // kafkajs logs to the console by default; failures reach the delivery log instead.
     logLevel: kafkajs.logLevel.NOTHING,
   }
+}
+
+/** The idempotent producer of a publisher, connected by the first publish and again after it lost its connection. */
+function lazyProducer(client: KafkaJs.Kafka): LazyConnection<KafkaJs.Producer> {
+  const producers: LazyConnection<KafkaJs.Producer> = lazyConnection({
+    async open(signal) {
+      const producer = client.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 } })
+      producer.on(producer.events.DISCONNECT, () => producers.drop(producer))
+      try {
+        // Connecting fetches metadata and the producer id (InitProducerId) for idempotent writes.
+        await untilAborted(producer.connect(), signal)
+      } catch (err) {
+        void producer.disconnect().catch(() => {})
+        throw err
+      }
+      return producer
+    },
+    close: (producer) => producer.disconnect(),
+  })
+  return producers
 }
 
 /** Apache Kafka: one message per delivery, produced idempotently with acks=all. */
@@ -315,48 +322,28 @@ export const kafka: DestinationTypeDefinition = {
     const brokers = typeof config.brokers === 'string' ? parseBrokers(config.brokers) : 'none'
     if (typeof brokers === 'string' || typeof config.topic !== 'string') return undefined
     const first = brokers[0]!
-    return `kafka://${first.host.includes(':') ? `[${first.host}]` : first.host}:${first.port}/${encodeURIComponent(config.topic)}`
+    return `kafka://${hostPort(first.host, first.port)}/${encodeURIComponent(config.topic)}`
   },
 
   async createPublisher(destination, context): Promise<Publisher> {
-    const config = parseStored(ConfigSchema, destination.config, 'config')
-    const credentials = parseStored(CredentialsSchema, destination.credentials ?? {}, 'credentials')
+    const config = parseStored('kafka', ConfigSchema, destination.config, 'config')
+    const credentials = parseStored('kafka', CredentialsSchema, destination.credentials ?? {}, 'credentials')
     const brokers = parseBrokers(config.brokers)
     if (typeof brokers === 'string') throw new OutflowError('validation', 'invalid kafka config', { data: { 'config.brokers': brokers } })
     const kafkajs = await loadPeer<typeof KafkaJs>('kafkajs', 'kafka destinations')
     // A literal skips DNS: judged once here (the socket factory also refuses advertised literals).
     const refused = brokers.map(({ host }) => privateHostError(host, context)).find(Boolean)
     const client = new kafkajs.Kafka(clientConfig(config, credentials, brokers, context, kafkajs, destination.id))
-    const producers = lazyConnection<KafkaJs.Producer>({
-      async open(signal) {
-        const producer = client.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 } })
-        producer.on(producer.events.DISCONNECT, () => producers.drop(producer))
-        try {
-          // Connecting fetches metadata and the producer id (InitProducerId) for idempotent writes.
-          await untilAborted(producer.connect(), signal)
-        } catch (err) {
-          void producer.disconnect().catch(() => {})
-          throw err
-        }
-        return producer
-      },
-      close: (producer) => producer.disconnect(),
-    })
+    const producers = lazyProducer(client)
     const describe = (err: unknown, message: string) => describeKafkaError(err, message, config.topic)
 
     return {
       async publish(message, { signal }) {
         if (producers.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        let key: string
-        try {
-          key = messageKey(config, message)
-        } catch (err) {
-          return { ok: false, error_kind: 'configuration', error: `key_template: ${(err as Error).message}` }
-        }
-        let producer: KafkaJs.Producer | undefined
-        try {
-          producer = await producers.get(signal)
+        const key = renderForAttempt('key_template', () => messageKey(config, message))
+        if (typeof key !== 'string') return key
+        const send = async (producer: KafkaJs.Producer): Promise<AttemptResult> => {
           // kafkajs takes no signal: the attempt stops waiting at its deadline (requestTimeout bounds the request).
           const [written] = await untilAborted(
             producer.send({
@@ -369,12 +356,14 @@ export const kafka: DestinationTypeDefinition = {
           )
           const receipt = { topic: config.topic, partition: written?.partition ?? null, offset: written?.baseOffset ?? written?.offset ?? null, key }
           return { ok: true, response_body: JSON.stringify(receipt) }
-        } catch (err) {
-          const result = failureOf(err, describe, { signal, secrets: [credentials.password] })
-          // A producer that lost its connection or its login starts over on the next attempt; broker answers keep it.
-          if (producer && !['not_found', 'rejected', 'unavailable', 'throttled'].includes(result.error_kind ?? '')) producers.drop(producer)
-          return result
         }
+        return sendOver(producers, undefined, send, {
+          signal,
+          secrets: [credentials.password],
+          describe,
+          // A producer that lost its connection or its login starts over on the next attempt; broker answers keep it.
+          drop: (result) => !['not_found', 'rejected', 'unavailable', 'throttled'].includes(result.error_kind ?? ''),
+        })
       },
 
       async close() {

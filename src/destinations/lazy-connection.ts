@@ -1,5 +1,7 @@
 import { setMaxListeners } from 'node:events'
+import type { AttemptResult } from '../model/attempt-result.js'
 import { untilAborted } from '../net/deadline.js'
+import { failureOf, type DescribeError, type FailureOptions } from './failure.js'
 
 /**
  * The one connection of a publisher (a broker connection, an SDK client): opened by the first publish that needs
@@ -41,23 +43,60 @@ interface Entry<T> {
  * const connection = lazyConnection({ open: (signal) => connect(address, { signal }), close: (conn) => conn.close() })
  * const conn = await connection.get(signal)
  */
-export function lazyConnection<T, Input = void>({ open, close }: ConnectionLifecycle<T, Input>): LazyConnection<T, Input> {
-  let current: Entry<T> | undefined
-  let closed = false
-  const closing = new Set<Promise<void>>()
+export function lazyConnection<T, Input = void>(lifecycle: ConnectionLifecycle<T, Input>): LazyConnection<T, Input> {
+  return new OnDemandConnection(lifecycle)
+}
 
-  function shut(connection: T): void {
-    const done: Promise<void> = Promise.resolve()
-      .then(() => close(connection))
-      .then(
-        () => {},
-        () => {},
-      )
-      .finally(() => closing.delete(done))
-    closing.add(done)
+class OnDemandConnection<T, Input> implements LazyConnection<T, Input> {
+  readonly #lifecycle: ConnectionLifecycle<T, Input>
+  #current: Entry<T> | undefined
+  #closed = false
+  /** Connections being closed in the background. */
+  readonly #closing = new Set<Promise<void>>()
+
+  constructor(lifecycle: ConnectionLifecycle<T, Input>) {
+    this.#lifecycle = lifecycle
   }
 
-  function start(signal: AbortSignal, input: Input): Entry<T> {
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  async get(signal: AbortSignal, input: Input): Promise<T> {
+    for (;;) {
+      if (this.#closed) throw new Error('the publisher is closed')
+      if (signal.aborted) throw signal.reason
+      const entry = (this.#current ??= this.#start(signal, input))
+      let connection: T
+      try {
+        connection = await untilAborted(untilAborted(entry.promise, entry.opening), signal)
+      } catch (err) {
+        // Another publish gave up on this opening: this one still has time to open its own.
+        if (entry.opening.aborted && !signal.aborted) continue
+        throw err
+      }
+      if (!entry.opening.aborted) return connection
+    }
+  }
+
+  drop(connection?: T): void {
+    const entry = this.#current
+    if (!entry || (connection !== undefined && entry.value !== connection)) return
+    this.#current = undefined
+    // One still opening is closed when it opens (see #start).
+    if (entry.opened) this.#shut(entry.value as T)
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    // Wait for one being opened (at most until its publish gives up on it), so that it is closed too.
+    const pending = this.#current
+    this.drop()
+    if (pending) await untilAborted(pending.promise, pending.opening).catch(() => {})
+    while (this.#closing.size > 0) await Promise.all(this.#closing)
+  }
+
+  #start(signal: AbortSignal, input: Input): Entry<T> {
     // The asking publish's deadline bounds the opening only, never the open connection. An opening it gave up on
     // is forgotten at once, so a hung connect cannot hold every later publish.
     const opening = new AbortController()
@@ -65,60 +104,61 @@ export function lazyConnection<T, Input = void>({ open, close }: ConnectionLifec
     setMaxListeners(0, opening.signal)
     const giveUp = () => {
       opening.abort(signal.reason)
-      if (current === entry) current = undefined
+      if (this.#current === entry) this.#current = undefined
     }
     signal.addEventListener('abort', giveUp, { once: true })
-    const entry: Entry<T> = { promise: Promise.resolve().then(() => open(opening.signal, input)), opened: false, opening: opening.signal }
+    const entry: Entry<T> = { promise: Promise.resolve().then(() => this.#lifecycle.open(opening.signal, input)), opened: false, opening: opening.signal }
     entry.promise.then(
       (value) => {
         signal.removeEventListener('abort', giveUp)
         Object.assign(entry, { opened: true, value })
-        if (current !== entry) shut(value)
+        if (this.#current !== entry) this.#shut(value)
       },
       () => {
         signal.removeEventListener('abort', giveUp)
-        if (current === entry) current = undefined
+        if (this.#current === entry) this.#current = undefined
       },
     )
     return entry
   }
 
-  function drop(connection?: T): void {
-    const entry = current
-    if (!entry || (connection !== undefined && entry.value !== connection)) return
-    current = undefined
-    // One still opening is closed when it opens (see start).
-    if (entry.opened) shut(entry.value as T)
+  /** Close `connection` in the background; close() waits for it. */
+  #shut(connection: T): void {
+    const done: Promise<void> = Promise.resolve()
+      .then(() => this.#lifecycle.close(connection))
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => this.#closing.delete(done))
+    this.#closing.add(done)
   }
+}
 
-  return {
-    get closed() {
-      return closed
-    },
-    async get(signal, input) {
-      for (;;) {
-        if (closed) throw new Error('the publisher is closed')
-        if (signal.aborted) throw signal.reason
-        const entry = (current ??= start(signal, input))
-        let connection: T
-        try {
-          connection = await untilAborted(untilAborted(entry.promise, entry.opening), signal)
-        } catch (err) {
-          // Another publish gave up on this opening: this one still has time to open its own.
-          if (entry.opening.aborted && !signal.aborted) continue
-          throw err
-        }
-        if (!entry.opening.aborted) return connection
-      }
-    },
-    drop,
-    async close() {
-      closed = true
-      // Wait for one being opened (at most until its publish gives up on it), so that it is closed too.
-      const pending = current
-      drop()
-      if (pending) await untilAborted(pending.promise, pending.opening).catch(() => {})
-      while (closing.size > 0) await Promise.all(closing)
-    },
+/** How `sendOver` turns a failed send into the attempt's result, and whether it gives up the connection. */
+export interface SendFailure<T> extends FailureOptions {
+  /** The type's own error tables (see failureOf). */
+  describe: DescribeError
+  /** Whether the connection the send failed on can no longer be trusted: the next attempt opens a new one. */
+  drop(result: AttemptResult, connection: T): boolean
+}
+
+/**
+ * One publish over a publisher's connection: `send` with it (opened first if need be, `input` going to `open`); a
+ * failure, of the opening or of the send, is the failed attempt, and the connection is dropped when `failure.drop`
+ * says so.
+ *
+ * @example
+ * return sendOver(producers, undefined, (producer) => produce(producer, message), { signal, describe, drop: (result) => result.error_kind === 'network' })
+ */
+export async function sendOver<T, Input>(connection: LazyConnection<T, Input>, input: Input, send: (connection: T) => Promise<AttemptResult>, failure: SendFailure<T>): Promise<AttemptResult> {
+  let current: T | undefined
+  try {
+    current = await connection.get(failure.signal, input)
+    return await send(current)
+  } catch (err) {
+    const result = failureOf(err, failure.describe, failure)
+    if (current !== undefined && failure.drop(result, current)) connection.drop(current)
+    return result
   }
 }

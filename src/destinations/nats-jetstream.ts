@@ -3,16 +3,19 @@ import type * as Nats from '@nats-io/transport-node'
 import { isIP } from 'node:net'
 import * as v from 'valibot'
 import { loadPeer } from '../load-peer.js'
-import type { ErrorKind } from '../model/attempt-result.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { untilAborted } from '../net/deadline.js'
 import { privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import { lazyConnection } from './lazy-connection.js'
-import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
+import type { FailureDescription } from './failure.js'
+import { natsAuthOptions, natsCredentialFields, NatsCredentialsSchema } from './nats-credentials.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
+import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
+import { parsedBy } from './settings.js'
+import { hostPort, readServerAddress } from '../net/host-port.js'
 
 /** One server of `servers`: credentials are kept apart so they never reach a URL. */
 interface NatsServer {
@@ -22,7 +25,6 @@ interface NatsServer {
 }
 
 const maxServers = 16
-const hostPortPattern = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/
 /** A subject to publish to: dot-separated tokens of printable characters, no wildcards. */
 const subjectPattern = /^[^\s.*>]+(\.[^\s.*>]+)*$/
 /** JetStream stream names: no spaces, dots, wildcards or path separators. */
@@ -49,24 +51,14 @@ function parseServers(text: string, tls = false): NatsServer[] | string {
 }
 
 function parseServer(entry: string, tls: boolean): NatsServer | string {
-  const scheme = /^([a-z]+):\/\//i.exec(entry)?.[1]?.toLowerCase()
-  if (scheme === undefined) {
-    const match = hostPortPattern.exec(entry)
-    if (!match) return 'must be "host:port" or a nats:// or tls:// URL'
-    return withPort(match[1]!.replace(/^\[|\]$/g, ''), match[2], tls)
-  }
-  if (scheme !== 'nats' && scheme !== 'tls') return 'must be "host:port" or a nats:// or tls:// URL'
-  let url: URL
-  try {
-    url = new URL(entry)
-  } catch {
-    return 'must be "host:port" or a nats:// or tls:// URL'
-  }
-  if (!url.hostname) return 'must name a host'
+  const read = readServerAddress(entry, ['nats', 'tls'], 'must be "host:port" or a nats:// or tls:// URL')
+  if (typeof read === 'string') return read
+  const { hostname, port, url } = read
+  if (!url) return withPort(hostname, port, tls)
   // config is returned unmasked; credentials belong in the masked `credentials` object.
   if (url.username || url.password) return 'must not contain a user name, password or token: put them in credentials'
   if ((url.pathname !== '' && url.pathname !== '/') || url.search || url.hash) return 'must not contain a path, query parameters or a fragment'
-  return withPort(url.hostname.replace(/^\[|\]$/g, ''), url.port || undefined, tls || scheme === 'tls')
+  return withPort(hostname, port, tls || url.protocol === 'tls:')
 }
 
 function withPort(hostname: string, port: string | undefined, tls: boolean): NatsServer | string {
@@ -75,27 +67,9 @@ function withPort(hostname: string, port: string | undefined, tls: boolean): Nat
   return { hostname, port: number, tls }
 }
 
-/**
- * The user JWT and seed of a .creds file. Read with whitespace anywhere (the client's own parser needs the file's
- * line breaks, which a one-line form field loses).
- */
-function parseCreds(text: string): { jwt: string; seed: string } | undefined {
-  const jwt = /-+BEGIN NATS USER JWT-+\s*([A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+)\s*-+END NATS USER JWT-+/.exec(text)?.[1]
-  const seed = /-+BEGIN USER NKEY SEED-+\s*(SU[A-Z2-7]{56})\s*-+END USER NKEY SEED-+/.exec(text)?.[1]
-  return jwt && seed ? { jwt, seed } : undefined
-}
-
 const ConfigSchema = v.strictObject(
   {
-    servers: v.pipe(
-      v.string('must be a string'),
-      v.minLength(1, 'required'),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed) return
-        const parsed = parseServers(dataset.value)
-        if (typeof parsed === 'string') addIssue({ message: parsed })
-      }),
-    ),
+    servers: v.pipe(v.string('must be a string'), v.minLength(1, 'required'), parsedBy(parseServers)),
     subject: v.pipe(
       v.string('must be a string'),
       v.minLength(1, 'required'),
@@ -109,35 +83,7 @@ const ConfigSchema = v.strictObject(
   'unexpected field',
 )
 
-/** User/password, a token, an NKey seed, or a .creds file (user JWT and seed): one of them, or none for a server without auth. */
-const CredentialsSchema = v.pipe(
-  v.strictObject(
-    {
-      username: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'))),
-      password: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'))),
-      token: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'))),
-      nkey_seed: v.optional(v.pipe(v.string('must be a string'), v.regex(/^SU[A-Z2-7]{56}$/, 'must be a user NKey seed (58 characters starting with SU)'))),
-      creds: v.optional(
-        v.pipe(
-          v.string('must be a string'),
-          v.check((text) => parseCreds(text) !== undefined, 'must be the contents of a .creds file: the user JWT and its NKey seed'),
-        ),
-      ),
-    },
-    'unexpected field',
-  ),
-  v.rawCheck(({ dataset, addIssue }) => {
-    if (!dataset.typed) return
-    const c = dataset.value
-    const path = (key: string) => [{ type: 'object', origin: 'value', input: c, key, value: undefined }] as never
-    if ((c.username === undefined) !== (c.password === undefined)) addIssue({ message: 'username and password go together', path: path(c.username === undefined ? 'username' : 'password') })
-    const methods = [c.username ?? c.password, c.token, c.nkey_seed, c.creds].filter((m) => m !== undefined).length
-    if (methods > 1) addIssue({ message: 'give one of username/password, token, nkey_seed or creds', path: path('token') })
-  }),
-)
-
 type NatsConfig = v.InferOutput<typeof ConfigSchema>
-type NatsCredentials = v.InferOutput<typeof CredentialsSchema>
 
 const configFields: FieldSpec[] = [
   {
@@ -175,14 +121,6 @@ const configFields: FieldSpec[] = [
     sensitive: false,
   },
   { key: 'tls', type: 'checkbox', label: 'Use TLS', description: 'Connect with TLS. A tls:// server uses TLS whatever this says.', required: false, sensitive: false, default: false },
-]
-
-const credentialFields: FieldSpec[] = [
-  { key: 'username', type: 'text', label: 'Username', description: 'A user of the server (with password). Leave all credentials empty for a server without authentication.', required: false, sensitive: false },
-  { key: 'password', type: 'text', label: 'Password', description: 'The password of that user.', required: false, sensitive: true },
-  { key: 'token', type: 'text', label: 'Token', description: 'An authentication token, instead of a user.', required: false, sensitive: true },
-  { key: 'nkey_seed', type: 'text', label: 'NKey seed', description: 'A user NKey seed (SU…), instead of a user or token.', required: false, sensitive: true },
-  { key: 'creds', type: 'text', label: 'Credentials file', description: 'The contents of a .creds file (user JWT and NKey seed), for servers in operator mode.', required: false, sensitive: true },
 ]
 
 const instructions = `## Deliver events to NATS JetStream
@@ -242,21 +180,6 @@ function classifyNatsError(err: unknown, message: string): { kind: ErrorKind; pr
 function describeNatsError(err: unknown, message: string): FailureDescription {
   const { kind, prefix } = classifyNatsError(err, message)
   return { kind, error: kind === 'ssrf' ? message : `${prefix}: ${message}` }
-}
-
-/** The client options that authenticate with the stored credentials. */
-function authOptions(nats: typeof Nats, credentials: NatsCredentials): Partial<Nats.ConnectionOptions> {
-  if (credentials.username !== undefined) return { user: credentials.username, pass: credentials.password }
-  if (credentials.token !== undefined) return { token: credentials.token }
-  if (credentials.nkey_seed !== undefined) return { authenticator: nats.nkeyAuthenticator(new TextEncoder().encode(credentials.nkey_seed)) }
-  const creds = credentials.creds === undefined ? undefined : parseCreds(credentials.creds)
-  if (creds) return { authenticator: nats.jwtAuthenticator(creds.jwt, new TextEncoder().encode(creds.seed)) }
-  return {}
-}
-
-/** `host:port` as the client parses it (IPv6 in brackets). */
-function hostPort(host: string, port: number): string {
-  return `${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
 interface Link {
@@ -334,9 +257,9 @@ export const natsJetstream: DestinationTypeDefinition = {
   icon,
   instructions,
   config_fields: configFields,
-  credential_fields: credentialFields,
+  credential_fields: natsCredentialFields,
   configSchema: ConfigSchema,
-  credentialsSchema: CredentialsSchema,
+  credentialsSchema: NatsCredentialsSchema,
   configRequired: true,
   credentialsRequired: false,
   packages: ['@nats-io/transport-node', '@nats-io/jetstream'],
@@ -356,14 +279,14 @@ export const natsJetstream: DestinationTypeDefinition = {
 
   async createPublisher(destination, context): Promise<Publisher> {
     const config = v.parse(ConfigSchema, destination.config)
-    const credentials = v.parse(CredentialsSchema, destination.credentials)
+    const credentials = v.parse(NatsCredentialsSchema, destination.credentials)
     const servers = parseServers(config.servers, config.tls === true)
     if (typeof servers === 'string') throw new Error(`servers ${servers}`)
     const nats = await loadPeer<typeof Nats>('@nats-io/transport-node', 'nats_jetstream destinations')
     const jetstream = await loadPeer<typeof JetStream>('@nats-io/jetstream', 'nats_jetstream destinations')
     // IP literals skip DNS, so they are judged once here; names are checked at each connect.
     const refused = servers.map((s) => privateHostError(s.hostname, context)).find((why) => why !== undefined)
-    const settings: LinkSettings = { servers, context, options: { name: `outflow ${destination.id}`, ...authOptions(nats, credentials) } }
+    const settings: LinkSettings = { servers, context, options: { name: `outflow ${destination.id}`, ...natsAuthOptions(nats, credentials) } }
     const link = lazyConnection<Link>({
       async open(signal) {
         const opened = await connectFirst(nats, jetstream, settings, signal)
@@ -380,16 +303,9 @@ export const natsJetstream: DestinationTypeDefinition = {
       async publish(message, { signal }) {
         if (link.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        let subject: string
-        let current: Link | undefined
-        try {
-          subject = subjectFor(config, message)
-        } catch (err) {
-          return { ok: false, error_kind: 'configuration', error: `subject_template: ${(err as Error).message}` }
-        }
-        try {
-          current = await link.get(signal)
-          const { js } = current
+        const subject = renderForAttempt('subject_template', () => subjectFor(config, message))
+        if (typeof subject !== 'string') return subject
+        const send = async ({ js }: Link): Promise<AttemptResult> => {
           const body = new TextEncoder().encode(JSON.stringify(message.data ?? null))
           const ack = await untilAborted(
             js.publish(subject, body, {
@@ -401,12 +317,15 @@ export const natsJetstream: DestinationTypeDefinition = {
             signal,
           )
           return { ok: true, response_body: JSON.stringify({ stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate, subject }) }
-        } catch (err) {
+        }
+        return sendOver(link, undefined, send, {
+          signal,
+          secrets,
+          describe: describeNatsError,
           // A connection that let the acknowledgement time out may be hung (a dead peer, a half-open socket): the next
           // attempt opens a new one rather than waiting on it too.
-          if (signal.aborted && current) link.drop(current)
-          return failureOf(err, describeNatsError, { signal, secrets })
-        }
+          drop: () => signal.aborted,
+        })
       },
 
       close: () => link.close(),

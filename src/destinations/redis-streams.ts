@@ -1,16 +1,18 @@
 import type * as IoRedis from 'ioredis'
 import * as v from 'valibot'
 import { loadPeer } from '../load-peer.js'
-import type { ErrorKind } from '../model/attempt-result.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { untilAborted } from '../net/deadline.js'
 import { privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import { lazyConnection } from './lazy-connection.js'
-import { renderTemplate, TemplateSchema, templateSubject } from './templates.js'
+import type { FailureDescription } from './failure.js'
+import { lazyConnection, sendOver } from './lazy-connection.js'
+import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
+import { parsedBy } from './settings.js'
+import { hostPort, unbracketed } from '../net/host-port.js'
 
 /** Where to connect, parsed from `url` (credentials are kept apart so they never reach a URL). */
 interface RedisAddress {
@@ -40,22 +42,14 @@ function parseRedisUrl(text: string): RedisAddress | string {
   if (url.search || url.hash) return 'must not contain query parameters or a fragment'
   const path = url.pathname.replace(/^\//, '')
   if (path !== '' && !/^\d{1,4}$/.test(path)) return 'the path can only be a database number, e.g. /0'
-  return { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? Number(url.port) : 6379, db: path === '' ? 0 : Number(path), tls: url.protocol === 'rediss:' }
+  return { hostname: unbracketed(url.hostname), port: url.port ? Number(url.port) : 6379, db: path === '' ? 0 : Number(path), tls: url.protocol === 'rediss:' }
 }
 
 const keyCheck = v.pipe(v.string('must be a string'), v.minLength(1, 'required'), v.maxLength(maxKeyBytes, `must be at most ${maxKeyBytes} characters`))
 
 const ConfigSchema = v.strictObject(
   {
-    url: v.pipe(
-      v.string('must be a string'),
-      v.minLength(1, 'required'),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed) return
-        const parsed = parseRedisUrl(dataset.value)
-        if (typeof parsed === 'string') addIssue({ message: parsed })
-      }),
-    ),
+    url: v.pipe(v.string('must be a string'), v.minLength(1, 'required'), parsedBy(parseRedisUrl)),
     stream_key: keyCheck,
     stream_key_template: v.optional(TemplateSchema),
     max_length: v.optional(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
@@ -271,8 +265,7 @@ export const redisStreams: DestinationTypeDefinition = {
   targetUrl(config) {
     const address = parseRedisUrl(String(config.url ?? ''))
     if (typeof address === 'string') return undefined
-    const host = address.hostname.includes(':') ? `[${address.hostname}]` : address.hostname
-    return `${address.tls ? 'rediss' : 'redis'}://${host}:${address.port}/${address.db}`
+    return `${address.tls ? 'rediss' : 'redis'}://${hostPort(address.hostname, address.port)}/${address.db}`
   },
 
   async createPublisher(destination, context): Promise<Publisher> {
@@ -301,24 +294,21 @@ export const redisStreams: DestinationTypeDefinition = {
       async publish(message, { signal }) {
         if (client.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        let stream: string
-        try {
-          stream = streamKeyFor(config, message)
-        } catch (err) {
-          return { ok: false, error_kind: 'configuration', error: `stream_key_template: ${(err as Error).message}` }
-        }
+        const stream = renderForAttempt('stream_key_template', () => streamKeyFor(config, message))
+        if (typeof stream !== 'string') return stream
         const fields = ['id', message.id, 'topic', message.topic, 'data', JSON.stringify(message.data ?? null), 'metadata', JSON.stringify(message.metadata)]
-        let redis: AppendingRedis | undefined
-        try {
-          redis = await client.get(signal)
+        const send = async (redis: AppendingRedis): Promise<AttemptResult> => {
           const [entryId, duplicate] = await untilAborted(redis.outflowAppend(stream, dedupeKey(stream, message.id), window, maxLength, ...fields), signal)
           return { ok: true, response_body: JSON.stringify({ stream, entry_id: entryId, duplicate: duplicate === 1 }) }
-        } catch (err) {
+        }
+        return sendOver(client, undefined, send, {
+          signal,
+          secrets: [credentials.password],
+          describe: describeRedisError,
           // A connection that let the answer time out may be hung (a dead peer, a half-open socket): the next attempt
           // opens a new one rather than waiting on it too.
-          if (signal.aborted && redis) client.drop(redis)
-          return failureOf(err, describeRedisError, { signal, secrets: [credentials.password] })
-        }
+          drop: () => signal.aborted,
+        })
       },
 
       close: () => client.close(),

@@ -1,6 +1,7 @@
 import { compile, isRegistered, search, type JSONValue } from '@jmespath-community/jmespath'
 import * as v from 'valibot'
 import { OutflowError } from '../errors.js'
+import type { AttemptResult } from '../model/attempt-result.js'
 import type { DeliveryMessage } from './types.js'
 
 /** What a template (`key_template`, `partition_key_template`) is evaluated against. */
@@ -64,6 +65,22 @@ export function renderTemplate(expression: string, subject: TemplateSubject): st
   const text = typeof result === 'string' ? result : result === null ? '' : JSON.stringify(result)
   if (text === '') throw new OutflowError('validation', `template ${JSON.stringify(expression)} evaluated to an empty value`)
   return text
+}
+
+/**
+ * A name made from a template for one attempt (a key, a subject): what `render` gives, or the failed attempt when it
+ * throws, a `configuration` failure of the setting `field`.
+ *
+ * @example
+ * const key = renderForAttempt('key_template', () => renderTemplate(config.key_template, templateSubject(message)))
+ * if (typeof key !== 'string') return key
+ */
+export function renderForAttempt(field: string, render: () => string): string | AttemptResult {
+  try {
+    return render()
+  } catch (err) {
+    return { ok: false, error_kind: 'configuration', error: `${field}: ${(err as Error).message}` }
+  }
 }
 
 /** The subject of a delivery: the message with its time as an ISO 8601 string. */

@@ -1,12 +1,12 @@
 import type { Outflow } from '../engine.js'
 import { OutflowError } from '../errors.js'
-import { authenticate, assertAuthConfigured, authorize } from './auth.js'
+import { type AuthSettings, authenticate, assertAuthConfigured, authorize } from './auth.js'
 import { discardUnreadBody, readJsonBody } from './body.js'
 import { buildOpenApiDocument } from './openapi.js'
 import { createPortalServer } from './portal.js'
 import { queryRecord, validateParams, validateQuery } from './query.js'
 import { type HttpLogger, errorResponse, jsonResponse } from './responses.js'
-import { createRouter } from './router.js'
+import { type Router, createRouter } from './router.js'
 import { type Access, Reply, routes, signingKeysCacheControl } from './routes.js'
 
 /** Where `outflow.fetch` also serves the signing key set, at the root of the host (beside `/api/v1`). */
@@ -38,23 +38,23 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
   assertAuthConfigured(settings)
   const basePath = (options.basePath ?? '/api/v1').replace(/\/$/, '')
   const logger = options.logger ?? outflow.options.logger
-  const router = createRouter(routes)
   const { portal: portalOptions } = outflow.options
   // The built-in portal beside the API (`/portal` beside `/api/v1`), unless the host turned it off.
   const portal = portalOptions.serve ? createPortalServer({ path: portalOptions.path, apiBase: basePath, frameAncestors: portalOptions.frameAncestors }) : undefined
   let document: unknown
   const openapi = async () => (document ??= buildOpenApiDocument(routes, { serverUrl: basePath || '/', topics: await outflow.listTopics() }))
+  const api: Api = { outflow, settings, router: createRouter(routes), basePath, logger, openapi, portalPath: portal ? portalOptions.path : undefined }
 
   return async function handle(request: Request): Promise<Response> {
     const started = performance.now()
-    const served: { route?: string } = {}
+    const served: Served = {}
     const response = await serve(request, served)
     // The route's template, never the raw path: ids would make every tenant a new time series.
     outflow.telemetry.recordApiResponse(request.method, served.route ?? 'unmatched', response.status, performance.now() - started)
     return response
   }
 
-  async function serve(request: Request, served: { route?: string }): Promise<Response> {
+  async function serve(request: Request, served: Served): Promise<Response> {
     const url = new URL(request.url)
     if (portal?.claims(url.pathname)) {
       served.route = `${portalOptions.path}/*`
@@ -68,31 +68,54 @@ export function createHttpHandler(outflow: Outflow, options: HttpHandlerOptions 
         (error: unknown) => errorResponse(error, logger, { method: request.method, path: url.pathname }),
       )
     }
-    const path = stripBasePath(url.pathname, basePath)
-    let headers: Record<string, string> = {}
-    try {
-      if (request.method === 'OPTIONS') return optionsResponse(router.allowed(path), path)
-      const { spec, params } = router.match(request.method, path)
-      served.route = spec.path
-      if (spec.deprecated) headers = { Deprecation: 'true' }
-      const principal = spec.access === 'public' ? undefined : await authenticate(request.headers.get('authorization'), settings)
-      if (principal) authorize(principal, spec.access, params)
-      const check = async (access: Access) => authorize(principal ?? (await authenticate(request.headers.get('authorization'), settings)), access, params)
-      validateParams(spec.params, params)
-      const query = validateQuery(spec.query, queryRecord(url.searchParams), spec.queryStyle)
-      const body = spec.body ? await readJsonBody(request, outflow.options.maxBodyBytes) : undefined
-      const tenantScope = principal?.kind === 'tenant' ? principal.tenantId : undefined
-      const portalUrl = portal ? builtInPortalUrl(request, url, portalOptions.path) : undefined
-      const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check, tenantScope, portalUrl })
-      if (result instanceof Reply) return jsonResponse(result.status, result.body, { ...headers, ...result.headers })
-      return jsonResponse(spec.responses[0].status, result, headers)
-    } catch (error) {
-      const response = errorResponse(error, logger, { method: request.method, path })
-      for (const [name, value] of Object.entries(headers)) response.headers.set(name, value)
-      return response
-    } finally {
-      discardUnreadBody(request)
-    }
+    return serveApi(api, request, url, served)
+  }
+}
+
+/** What the handler learns of a request as it serves it: the route template it matched. */
+interface Served {
+  route?: string
+}
+
+/** What serving an API request needs, set up once per handler. */
+interface Api {
+  outflow: Outflow
+  settings: AuthSettings
+  router: Router
+  basePath: string
+  logger: HttpLogger
+  openapi: () => Promise<unknown>
+  /** The built-in portal's path, when it is served. */
+  portalPath?: string
+}
+
+/** One API request: matched to its route, authenticated, authorized and validated, then answered as JSON. */
+async function serveApi(api: Api, request: Request, url: URL, served: Served): Promise<Response> {
+  const { outflow, settings, openapi } = api
+  const path = stripBasePath(url.pathname, api.basePath)
+  let headers: Record<string, string> = {}
+  try {
+    if (request.method === 'OPTIONS') return optionsResponse(api.router.allowed(path), path)
+    const { spec, params } = api.router.match(request.method, path)
+    served.route = spec.path
+    if (spec.deprecated) headers = { Deprecation: 'true' }
+    const principal = spec.access === 'public' ? undefined : await authenticate(request.headers.get('authorization'), settings)
+    if (principal) authorize(principal, spec.access, params)
+    const check = async (access: Access) => authorize(principal ?? (await authenticate(request.headers.get('authorization'), settings)), access, params)
+    validateParams(spec.params, params)
+    const query = validateQuery(spec.query, queryRecord(url.searchParams), spec.queryStyle)
+    const body = spec.body ? await readJsonBody(request, outflow.options.maxBodyBytes) : undefined
+    const tenantScope = principal?.kind === 'tenant' ? principal.tenantId : undefined
+    const portalUrl = api.portalPath !== undefined ? builtInPortalUrl(request, url, api.portalPath) : undefined
+    const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check, tenantScope, portalUrl })
+    if (result instanceof Reply) return jsonResponse(result.status, result.body, { ...headers, ...result.headers })
+    return jsonResponse(spec.responses[0].status, result, headers)
+  } catch (error) {
+    const response = errorResponse(error, api.logger, { method: request.method, path })
+    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value)
+    return response
+  } finally {
+    discardUnreadBody(request)
   }
 }
 

@@ -100,8 +100,53 @@ const eventParams = { ...tenantParams, event_id: PathIdSchema }
 const destinationEventParams = { ...destinationParams, event_id: PathIdSchema }
 const typeParam = { type: SchemaPathTypeSchema }
 const replayParams = { ...destinationParams, job_id: PathIdSchema }
+const destinationDisabled = { status: 409, description: 'The destination is disabled' }
+const replayJobNotFound = { status: 404, description: 'Tenant, destination or replay job not found' }
 /** A topic name in a path: any non-empty name without white space (`order.created`). */
 const TopicNameParamSchema = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(255, 'must be at most 255 characters'), v.regex(/^\S+$/, 'must not contain white space'))
+
+const listDestinationTypes: RouteSpec = {
+  method: 'GET', path: '/destination-types', operationId: 'listDestinationTypes', summary: 'List Destination Type Schemas (JWT Auth)', tag: 'Destination types', access: 'token',
+  params: {}, query: NoQuerySchema,
+  responses: [{ status: 200, description: 'List of destination type schemas', schema: v.array(DestinationTypeInfoSchema) }],
+  handle: ({ outflow }) => outflow.listDestinationTypes(),
+}
+
+const getDestinationType: RouteSpec = {
+  method: 'GET', path: '/destination-types/{type}', operationId: 'getDestinationType', summary: 'Get Destination Type Schema', tag: 'Destination types', access: 'token',
+  params: typeParam, query: NoQuerySchema,
+  responses: [{ status: 200, description: 'Destination type schema', schema: DestinationTypeInfoSchema }],
+  handle: ({ outflow, params }) => outflow.getDestinationType(params.type!),
+}
+
+/** `route` under `/tenants/{tenant_id}`, for the tenant's own callers: 404 when the tenant does not exist, else the same answer. */
+function forTenant(route: RouteSpec, operationId: string, summary: string): RouteSpec {
+  return {
+    ...route,
+    path: `/tenants/{tenant_id}${route.path}`, operationId, summary, access: 'tenant',
+    params: { ...tenantParams, ...route.params },
+    handle: async (ctx) => (await ctx.outflow.getTenant(ctx.params.tenant_id!), route.handle(ctx)),
+  }
+}
+
+/** A metrics route (deepObject query): a tenant token reads its own tenant's numbers (`scope`) and may not name another. */
+function metricsRoute<Query>(spec: {
+  path: string
+  operationId: string
+  summary: string
+  /** Of the 200 answer. */
+  description: string
+  query: Schema
+  read: (outflow: Outflow, query: Query, scope: { tenantId: string } | undefined) => Promise<unknown>
+}): RouteSpec {
+  return {
+    method: 'GET', path: spec.path, operationId: spec.operationId, summary: spec.summary, tag: 'Metrics', access: 'token',
+    params: {}, query: spec.query, queryStyle: 'deepObject',
+    responses: [{ status: 200, description: spec.description, schema: MetricsResponseSchema }],
+    errors: [{ status: 403, description: 'A tenant token used the admin-only tenant_id dimension, or filters[tenant_id] naming another tenant' }],
+    handle: ({ outflow, query, tenantScope }) => spec.read(outflow, nestQuery(query) as Query, tenantScope ? { tenantId: tenantScope } : undefined),
+  }
+}
 
 /** Every route of SPEC.md plus publish, health and the OpenAPI document. Order only matters for docs. */
 export const routes: RouteSpec[] = [
@@ -201,21 +246,21 @@ export const routes: RouteSpec[] = [
     method: 'POST', path: '/tenants/{tenant_id}/destinations/{destination_id}/replay', operationId: 'replayDestination', summary: 'Replay Destination Deliveries', tag: 'Replays', access: 'tenant',
     params: destinationParams, query: NoQuerySchema, body: { schema: ReplaySchema, required: true },
     responses: [{ status: 202, description: 'Replay job started', schema: ReplayJobSchema }],
-    errors: [{ status: 409, description: 'The destination is disabled' }],
+    errors: [destinationDisabled],
     handle: async ({ outflow, params, body }) => new Reply(202, await outflow.replayDestination(params.tenant_id!, params.destination_id!, body)),
   },
   {
     method: 'GET', path: '/tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}', operationId: 'getReplay', summary: 'Get Replay Job', tag: 'Replays', access: 'tenant',
     params: replayParams, query: NoQuerySchema,
     responses: [{ status: 200, description: 'Replay job and its progress', schema: ReplayJobSchema }],
-    errors: [{ status: 404, description: 'Tenant, destination or replay job not found' }],
+    errors: [replayJobNotFound],
     handle: ({ outflow, params }) => outflow.getReplay(params.tenant_id!, params.destination_id!, params.job_id!),
   },
   {
     method: 'DELETE', path: '/tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}', operationId: 'cancelReplay', summary: 'Cancel Replay Job', tag: 'Replays', access: 'tenant',
     params: replayParams, query: NoQuerySchema,
     responses: [{ status: 200, description: 'Replay job, cancelled (or as it ended)', schema: ReplayJobSchema }],
-    errors: [{ status: 404, description: 'Tenant, destination or replay job not found' }],
+    errors: [replayJobNotFound],
     handle: ({ outflow, params }) => outflow.cancelReplay(params.tenant_id!, params.destination_id!, params.job_id!),
   },
   {
@@ -225,30 +270,10 @@ export const routes: RouteSpec[] = [
     errors: [{ status: 409, description: 'A destination named in destination_id is disabled' }],
     handle: async ({ outflow, params, body }) => new Reply(202, await outflow.replayTenant(params.tenant_id!, body)),
   },
-  {
-    method: 'GET', path: '/tenants/{tenant_id}/destination-types', operationId: 'listTenantDestinationTypes', summary: 'List Destination Type Schemas (for Tenant)', tag: 'Destination types', access: 'tenant',
-    params: tenantParams, query: NoQuerySchema,
-    responses: [{ status: 200, description: 'List of destination type schemas', schema: v.array(DestinationTypeInfoSchema) }],
-    handle: async ({ outflow, params }) => (await outflow.getTenant(params.tenant_id!), outflow.listDestinationTypes()),
-  },
-  {
-    method: 'GET', path: '/tenants/{tenant_id}/destination-types/{type}', operationId: 'getTenantDestinationType', summary: 'Get Destination Type Schema (for Tenant)', tag: 'Destination types', access: 'tenant',
-    params: { ...tenantParams, ...typeParam }, query: NoQuerySchema,
-    responses: [{ status: 200, description: 'Destination type schema', schema: DestinationTypeInfoSchema }],
-    handle: async ({ outflow, params }) => (await outflow.getTenant(params.tenant_id!), outflow.getDestinationType(params.type!)),
-  },
-  {
-    method: 'GET', path: '/destination-types', operationId: 'listDestinationTypes', summary: 'List Destination Type Schemas (JWT Auth)', tag: 'Destination types', access: 'token',
-    params: {}, query: NoQuerySchema,
-    responses: [{ status: 200, description: 'List of destination type schemas', schema: v.array(DestinationTypeInfoSchema) }],
-    handle: ({ outflow }) => outflow.listDestinationTypes(),
-  },
-  {
-    method: 'GET', path: '/destination-types/{type}', operationId: 'getDestinationType', summary: 'Get Destination Type Schema', tag: 'Destination types', access: 'token',
-    params: typeParam, query: NoQuerySchema,
-    responses: [{ status: 200, description: 'Destination type schema', schema: DestinationTypeInfoSchema }],
-    handle: ({ outflow, params }) => outflow.getDestinationType(params.type!),
-  },
+  forTenant(listDestinationTypes, 'listTenantDestinationTypes', 'List Destination Type Schemas (for Tenant)'),
+  forTenant(getDestinationType, 'getTenantDestinationType', 'Get Destination Type Schema (for Tenant)'),
+  listDestinationTypes,
+  getDestinationType,
   {
     method: 'GET', path: '/topics', operationId: 'listTopics', summary: 'List Topics', tag: 'Topics', access: 'token',
     params: {}, query: NoQuerySchema,
@@ -308,23 +333,17 @@ export const routes: RouteSpec[] = [
     method: 'POST', path: '/tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}/retry', operationId: 'retryDelivery', summary: 'Retry Event Delivery', tag: 'Events', access: 'tenant', deprecated: true,
     params: destinationEventParams, query: NoQuerySchema,
     responses: [{ status: 202, description: 'Retry enqueued', schema: SuccessSchema }],
-    errors: [{ status: 409, description: 'The destination is disabled' }],
+    errors: [destinationDisabled],
     handle: ({ outflow, params }) => outflow.retryDelivery(params.tenant_id!, params.destination_id!, params.event_id!),
   },
-  {
-    method: 'GET', path: '/metrics/events', operationId: 'getEventMetrics', summary: 'Get Event Metrics', tag: 'Metrics', access: 'token',
-    params: {}, query: EventMetricsQuerySchema, queryStyle: 'deepObject',
-    responses: [{ status: 200, description: 'Aggregated event metrics', schema: MetricsResponseSchema }],
-    errors: [{ status: 403, description: 'A tenant token used the admin-only tenant_id dimension, or filters[tenant_id] naming another tenant' }],
-    handle: ({ outflow, query, tenantScope }) => outflow.eventMetrics(nestQuery(query) as EventMetricsQuery, tenantScope ? { tenantId: tenantScope } : undefined),
-  },
-  {
-    method: 'GET', path: '/metrics/attempts', operationId: 'getAttemptMetrics', summary: 'Get Attempt Metrics', tag: 'Metrics', access: 'token',
-    params: {}, query: AttemptMetricsQuerySchema, queryStyle: 'deepObject',
-    responses: [{ status: 200, description: 'Aggregated attempt metrics', schema: MetricsResponseSchema }],
-    errors: [{ status: 403, description: 'A tenant token used the admin-only tenant_id dimension, or filters[tenant_id] naming another tenant' }],
-    handle: ({ outflow, query, tenantScope }) => outflow.attemptMetrics(nestQuery(query) as AttemptMetricsQuery, tenantScope ? { tenantId: tenantScope } : undefined),
-  },
+  metricsRoute({
+    path: '/metrics/events', operationId: 'getEventMetrics', summary: 'Get Event Metrics', description: 'Aggregated event metrics', query: EventMetricsQuerySchema,
+    read: (outflow, query: EventMetricsQuery, scope) => outflow.eventMetrics(query, scope),
+  }),
+  metricsRoute({
+    path: '/metrics/attempts', operationId: 'getAttemptMetrics', summary: 'Get Attempt Metrics', description: 'Aggregated attempt metrics', query: AttemptMetricsQuerySchema,
+    read: (outflow, query: AttemptMetricsQuery, scope) => outflow.attemptMetrics(query, scope),
+  }),
   {
     method: 'GET', path: '/healthz', operationId: 'health', summary: 'Health check', tag: 'Service', access: 'public',
     params: {}, query: HealthQuerySchema,

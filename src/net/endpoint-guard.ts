@@ -63,3 +63,29 @@ export function hostFailure(err: unknown, hostname: string): AttemptResult {
   const kind = transportErrorKind(err)
   return { ok: false, error_kind: kind === 'dns' || kind === 'timeout' ? kind : 'network', error: `could not resolve ${hostname}: ${code}` }
 }
+
+/** What `hostChecker` found: the public addresses to pin a client to (undefined: nothing was resolved), or the failed attempt. */
+export type HostCheck = { addresses: LookupAddress[] | undefined } | { failure: AttemptResult }
+
+/**
+ * The check, before each publish, of a tenant-supplied host that an SDK connects to with its own DNS (it offers no
+ * socket `lookup` hook): a private IP literal is refused (judged once, since a literal cannot change), a name is
+ * resolved and its addresses checked every time, since DNS answers change. No host (the SDK's own service): nothing to check.
+ *
+ * @example
+ * const checkHost = hostChecker(namespace.hostname, context)
+ * const host = await checkHost()
+ * if ('failure' in host) return host.failure
+ */
+export function hostChecker(hostname: string | undefined, context: NetworkPolicy, family: 0 | 4 = 0): () => Promise<HostCheck> {
+  const refused = hostname === undefined ? undefined : privateHostError(hostname, context)
+  return async () => {
+    if (refused) return { failure: { ok: false, error_kind: 'ssrf', error: refused } }
+    if (hostname === undefined) return { addresses: undefined }
+    try {
+      return { addresses: await resolvePublicHost(hostname, context, family) }
+    } catch (err) {
+      return { failure: hostFailure(err, hostname) }
+    }
+  }
+}

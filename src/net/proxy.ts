@@ -3,6 +3,7 @@ import net, { type Socket } from 'node:net'
 import { buildConnector } from 'undici'
 import type { ClientTls } from './client-tls.js'
 import { ipLiteral, isPrivateAddress, ssrfError } from './ssrf.js'
+import { hostPort, unbracketed } from './host-port.js'
 
 /** An HTTP CONNECT proxy every webhook and relay request goes through (`delivery.proxy`, or a destination's own). */
 export interface EgressProxy {
@@ -30,12 +31,12 @@ export function parseProxyUrl(text: string): EgressProxy {
   const port = Number(url.port || 80)
   const user = decodeURIComponent(url.username)
   const authorization = url.username || url.password ? `Basic ${Buffer.from(`${user}:${decodeURIComponent(url.password)}`).toString('base64')}` : undefined
-  return { host: url.hostname.replace(/^\[|\]$/g, ''), port, ...(authorization ? { authorization } : {}), id: `http://${url.host}` }
+  return { host: unbracketed(url.hostname), port, ...(authorization ? { authorization } : {}), id: `http://${url.host}` }
 }
 
 /** The address to CONNECT to: the target's first address, refused when the guard is on and any address is private. */
 async function checkedAddress(hostname: string, guarded: boolean): Promise<string> {
-  const bare = hostname.replace(/^\[|\]$/g, '')
+  const bare = unbracketed(hostname)
   const literal = ipLiteral(bare)
   if (literal !== null) {
     if (guarded && isPrivateAddress(literal)) throw ssrfError(bare, literal)
@@ -51,7 +52,7 @@ async function checkedAddress(hostname: string, guarded: boolean): Promise<strin
 
 /** Open a CONNECT tunnel through the proxy to `address:port`; resolves with the raw socket once the proxy answered 2xx. */
 function tunnel(proxy: EgressProxy, address: string, port: string): Promise<Socket> {
-  const authority = `${address.includes(':') ? `[${address}]` : address}:${port}`
+  const authority = hostPort(address, port)
   return new Promise((resolve, reject) => {
     const socket = net.connect(proxy.port, proxy.host)
     let head = Buffer.alloc(0)
@@ -99,7 +100,7 @@ export function proxyConnector(proxy: EgressProxy, { guarded, tls }: { guarded: 
       .then(
         (socket) => {
           if (options.protocol !== 'https:') return callback(null, socket)
-          const servername = ipLiteral(options.hostname.replace(/^\[|\]$/g, '')) === null ? options.hostname : undefined
+          const servername = ipLiteral(unbracketed(options.hostname)) === null ? options.hostname : undefined
           overTls({ ...options, ...(servername ? { servername } : {}), httpSocket: socket }, callback)
         },
         (err: Error) => callback(err, null),

@@ -121,8 +121,28 @@ export async function insertEventRows(
   items: NewEventWithDeliveries[],
   checkValues: Record<string, unknown> = {},
 ): Promise<InsertedEventRows | RefusedEventRows> {
-  const events = items.map((i) => i.event)
   const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
+  const written = (await statements.insert(driver, { ...insertColumns(items, groups), ...checkValues })) as InsertAnswerRow[]
+  const answer = readInsertAnswer(written)
+  if (answer.refused.length) return { refused: answer.refused }
+  const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
+    const missingTenant = answer.missing.get(groups[index]!)
+    if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
+    if (!answer.fresh.delete(`${e.tenant_id}\u0000${e.id}`)) return { duplicate: true, destination_ids: [] }
+    return { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id).filter((id) => answer.delivered.has(`${e.tenant_id}\u0000${e.id}\u0000${id}`)) }
+  })
+  for (const [index, r] of results.entries()) {
+    if (!r.duplicate) continue
+    const { tenant_id, id } = items[index]!.event
+    const existing = await statements.existing(driver, { tenant: tenant_id, event: id })
+    r.destination_ids = existing.map(([destinationId]) => destinationId as string)
+  }
+  return { results, xact: answer.xact }
+}
+
+/** The insert's text-array parameters: a column of the events, then of their deliveries (`groups`: each item's group). */
+function insertColumns(items: NewEventWithDeliveries[], groups: string[]): Record<InsertColumn, (string | null)[]> {
+  const events = items.map((i) => i.event)
   // The same id twice in one batch: only the first occurrence may bring deliveries.
   const firsts = new Set<string>()
   const rows: { e: (typeof events)[number]; d: NewEventWithDeliveries['deliveries'][number] }[] = []
@@ -132,7 +152,7 @@ export async function insertEventRows(
     firsts.add(key)
     for (const d of deliveries) rows.push({ e, d })
   }
-  const columns: Record<InsertColumn, (string | null)[]> = {
+  return {
     e_tenant: events.map((e) => e.tenant_id),
     e_id: events.map((e) => e.id),
     e_topic: events.map((e) => e.topic),
@@ -161,33 +181,26 @@ export async function insertEventRows(
     d_skipped_at: rows.map((r) => (r.d.skipped ? iso(r.e.created_at) : null)),
     d_order_key: rows.map((r) => (r.d.skipped ? null : (r.d.order_key ?? null))),
   }
-  const written = (await statements.insert(driver, { ...columns, ...checkValues })) as [kind: string, tenant_id: string, ref: string, destination_id: string | null][]
+}
+
+/** A row of the insert's answer (see the final select of eventInsertStatement). */
+type InsertAnswerRow = [kind: string, tenant_id: string, ref: string, destination_id: string | null]
+
+/** The insert's answer, by kind: events and deliveries written, groups of a missing tenant, the transaction, checks refused. */
+function readInsertAnswer(written: InsertAnswerRow[]) {
   const fresh = new Set<string>()
   const delivered = new Set<string>()
   const missing = new Map<string, string>()
-  let transaction: string | undefined
+  let xact: string | undefined
   const refused: string[] = []
   for (const [kind, tenantId, ref, destinationId] of written) {
     if (kind === 'event') fresh.add(`${tenantId}\u0000${ref}`)
     else if (kind === 'delivery') delivered.add(`${tenantId}\u0000${ref}\u0000${destinationId}`)
     else if (kind === 'orphaned') missing.set(ref, tenantId)
-    else if (kind === 'xact') transaction = tenantId
+    else if (kind === 'xact') xact = tenantId
     else if (kind === 'refused') refused.push(tenantId)
   }
-  if (refused.length) return { refused }
-  const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
-    const missingTenant = missing.get(groups[index]!)
-    if (missingTenant !== undefined) return { duplicate: false, destination_ids: [], missing_tenant: missingTenant }
-    if (!fresh.delete(`${e.tenant_id}\u0000${e.id}`)) return { duplicate: true, destination_ids: [] }
-    return { duplicate: false, destination_ids: deliveries.map((d) => d.destination_id).filter((id) => delivered.has(`${e.tenant_id}\u0000${e.id}\u0000${id}`)) }
-  })
-  for (const [index, r] of results.entries()) {
-    if (!r.duplicate) continue
-    const { tenant_id, id } = items[index]!.event
-    const existing = await statements.existing(driver, { tenant: tenant_id, event: id })
-    r.destination_ids = existing.map(([destinationId]) => destinationId as string)
-  }
-  return { results, xact: transaction }
+  return { fresh, delivered, missing, xact, refused }
 }
 
 /**

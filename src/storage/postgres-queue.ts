@@ -153,23 +153,21 @@ type AttemptColumn = keyof ReturnType<typeof attemptColumns>
  * it). Attempts already logged are skipped with their delivery and their streak: the worker writes results
  * again after a write failed on a lost connection or its deadline, and such a write may have committed after
  * all, so writing a batch twice changes nothing. A delivery cancelled meanwhile stays cancelled.
- *
- * FIFO destinations: for each key of a delivery the batch finished (`key_*`), the first delivery still pending
- * (the batch's finished ones are still pending in the statement's snapshot: left out) is made due if it is
- * waiting (see sql-ordering.ts). In the same statement, so the next delivery of a key is due once the result
- * that lets it go is visible, and no sooner. No NOTIFY: the worker that wrote the result claims right after it.
- * (A wake-up sent at the commit can start a claim before the write's answer is handled, while the worker still
- * holds the batch: a retry of the batch due by then is claimed, skipped as held, and waits for its lease.)
- *
- * Locks, in the order deleteTenant and deleteDestination take them (no deadlock): the destinations whose streak
- * may change, by key (not the healthy ones with only successes: a hot row is not written), then the deliveries
- * (the batch's and the heads it promotes) by id. Streak updates take `for no key update`, which lets publishes
- * (`for key share`) through. Returns each destination of the batch that exists with its streak.
+ * Returns each destination of the batch that exists with its streak.
  */
 function recordStatement(t: Tables) {
-  const c = (name: AttemptColumn, type: string) => column(name, type)
   return prepared<AttemptColumn | 'key_tenant' | 'key_destination' | 'key' | 'now'>(sql`
-    with v as (
+    with ${resultsInput()}, ${resultLocks(t)}, ${resultWrites(t)}, ${streakWrites(t)}
+    select tenant_id, id, consecutive_failures from counted
+    union all
+    select d.tenant_id, d.id, d.consecutive_failures from ${t.destinations} d
+    where (d.tenant_id, d.id) in (select tenant_id, destination_id from v) and (d.tenant_id, d.id) not in (select tenant_id, id from counted)`)
+}
+
+/** The batch (`v`), one row per attempt in batch order (`ord`), from its text-array columns. */
+function resultsInput() {
+  const c = (name: AttemptColumn, type: string) => column(name, type)
+  return sql`v as (
       select * from unnest(${c('delivery_id', 'text')}, ${c('delivery_status', 'text')}, ${c('next_at', 'timestamptz')}, ${c('successful_at', 'timestamptz')},
         ${c('id', 'text')}, ${c('tenant_id', 'text')}, ${c('event_id', 'text')}, ${c('destination_id', 'text')}, ${c('attempt_number', 'int')},
         ${c('manual', 'bool')}, ${c('status', 'text')}, ${c('response_status_code', 'int')}, ${c('response_body', 'text')}, ${c('response_headers', 'jsonb')},
@@ -177,7 +175,20 @@ function recordStatement(t: Tables) {
         ${c('destination_type', 'text')})
         with ordinality as v(delivery_id, delivery_status, next_at, successful_at, id, tenant_id, event_id, destination_id, attempt_number, manual, status,
           response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, ord)
-    ), held as materialized (
+    )`
+}
+
+/**
+ * Locks, in the order deleteTenant and deleteDestination take them (no deadlock): the destinations whose streak
+ * may change (`held`), by key (not the healthy ones with only successes: a hot row is not written), then the
+ * deliveries (the batch's and the heads it promotes) by id. Streak updates take `for no key update`, which lets
+ * publishes (`for key share`) through.
+ *
+ * FIFO destinations: for each key of a delivery the batch finished (`key_*`), the first delivery still pending
+ * (the batch's finished ones are still pending in the statement's snapshot: left out) is the key's head.
+ */
+function resultLocks(t: Tables) {
+  return sql`held as materialized (
       select d.tenant_id, d.id from ${t.destinations} d
       where (d.tenant_id, d.id) in (select tenant_id, destination_id from v)
         and (d.consecutive_failures <> 0 or (d.tenant_id, d.id) in (select tenant_id, destination_id from v where status <> 'success'))
@@ -194,7 +205,18 @@ function recordStatement(t: Tables) {
       select id from ${t.deliveries} where id = any(array(select delivery_id from v union select id from heads where id is not null))
         and (select count(*) from held) >= 0
       order by id for update
-    ), promoted as (
+    )`
+}
+
+/**
+ * The writes: each FIFO head that is waiting is made due (see sql-ordering.ts), in the same statement, so the
+ * next delivery of a key is due once the result that lets it go is visible, and no sooner. No NOTIFY: the
+ * worker that wrote the result claims right after it. (A wake-up sent at the commit can start a claim before the
+ * write's answer is handled, while the worker still holds the batch: a retry of the batch due by then is
+ * claimed, skipped as held, and waits for its lease.) Then the deliveries' new states and the attempts' log rows.
+ */
+function resultWrites(t: Tables) {
+  return sql`promoted as (
       update ${t.deliveries} d set order_state = null, next_attempt_at = ${slot('now')}::timestamptz
       where d.id in (select id from heads) and d.id in (select id from locked) and d.order_state = 'waiting'
       returning d.id
@@ -221,7 +243,12 @@ function recordStatement(t: Tables) {
       select id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
         response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type
       from written
-    ), streak as (
+    )`
+}
+
+/** Each destination's streak after the batch (`counted`), written only to the destinations `held`. */
+function streakWrites(t: Tables) {
+  return sql`streak as (
       select w.tenant_id, w.destination_id, ok.last is not null as reset,
         count(*) filter (where w.status <> 'success' and w.ord > coalesce(ok.last, 0)) as failures
       from written w left join (select tenant_id, destination_id, max(ord) as last from written where status = 'success' group by 1, 2) ok
@@ -232,11 +259,7 @@ function recordStatement(t: Tables) {
       from streak s
       where d.tenant_id = s.tenant_id and d.id = s.destination_id and (d.tenant_id, d.id) in (select tenant_id, id from held)
       returning d.tenant_id, d.id, d.consecutive_failures
-    )
-    select tenant_id, id, consecutive_failures from counted
-    union all
-    select d.tenant_id, d.id, d.consecutive_failures from ${t.destinations} d
-    where (d.tenant_id, d.id) in (select tenant_id, destination_id from v) and (d.tenant_id, d.id) not in (select tenant_id, id from counted)`)
+    )`
 }
 
 /** Renew this owner's leases of the given pending deliveries; returns the ids renewed. Rows locked in id order. */

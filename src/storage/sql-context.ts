@@ -28,6 +28,14 @@ export interface SqlContext {
   transaction<T>(fn: (db: Db) => Promise<T>, options?: { durable?: boolean }): Promise<T>
 }
 
+/** A batch's change to a destination's failure streak: `failures` more, or `failures` after a success (`reset`). */
+export interface StreakChange {
+  tenant_id: string
+  destination_id: string
+  failures: number
+  reset: boolean
+}
+
 /** The writes every delivery makes; run inside the caller's transaction (`db`). */
 export interface HotPath {
   /** insertEvents is one statement, atomic without a transaction (saves BEGIN/COMMIT round trips). */
@@ -46,7 +54,7 @@ export interface HotPath {
    * success (`reset`). The new value, or null when the destination is gone; 0 for a reset to 0, written only if
    * it was not 0 already. In the caller's transaction; else the query builder's.
    */
-  updateStreak?(db: Db, streak: { tenant_id: string; destination_id: string; failures: number; reset: boolean }): number | null
+  updateStreak?(db: Db, streak: StreakChange): number | null
   /** The worker's claim (see Storage.claimDueDeliveries), in the caller's transaction; else the query builder's. */
   claimDueDeliveries?(db: Db, request: ClaimRequest): ClaimedDelivery[]
   /** See Storage.extendLeases; else the query builder's. */

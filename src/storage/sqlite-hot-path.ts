@@ -1,7 +1,9 @@
 import type BetterSqlite3 from 'better-sqlite3'
-import type { HotPath } from './sql-context.js'
+import type { HotPath, StreakChange } from './sql-context.js'
 import { sqliteLeases } from './sqlite-leases.js'
-import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
+import type { AttemptWrite, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
+
+const ms = (d: Date | null | undefined) => (d ? d.getTime() : null)
 
 /**
  * The writes every delivery makes, and the pruner's deletes, as statements prepared once. Building
@@ -9,18 +11,90 @@ import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
  * (see bench/); the SQL is the same the builder emits for schema/sqlite.ts: times in ms, JSON as
  * text, booleans as 0/1. Runs inside the caller's transaction (better-sqlite3 has one connection).
  */
-const ms = (d: Date | null | undefined) => (d ? d.getTime() : null)
-
 export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const insertEvents = sqliteEventInserts(client)
+  const writeAttempts = attemptWriter(client)
+  const updateStreak = streakWriter(client)
+  const pruneEvents = eventPruner(client)
+  return {
+    ...sqliteLeases(client),
+    updateStreak: (_db, streak) => updateStreak(streak),
+    insertEvents: (_db, items) => insertEvents(items),
+    writeAttempts: (_db, writes) => writeAttempts(writes),
+    pruneEvents: (_db, request) => pruneEvents(request),
+  }
+}
+
+/** Each attempt's log row and its delivery's next state (see HotPath.writeAttempts). */
+function attemptWriter(client: BetterSqlite3.Database): (writes: AttemptWrite[]) => void {
   const insertAttempt = client.prepare(
     `insert into attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status, response_status_code,
        response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
      values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
-  // The pruner's batch: the old events it takes are listed once in a temporary table (this connection
-  // only), then their attempts, deliveries and rows are deleted by key. One writer, one transaction:
-  // nothing can make a delivery pending between the listing and the deletes.
+  const attemptExists = client.prepare(`select 1 from attempts where id = ?`).pluck()
+  // A delivery cancelled meanwhile (its destination was deleted) stays cancelled.
+  const updateDelivery = client.prepare(
+    `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
+       next_attempt_at = case when status = 'cancelled' then null else ? end, lease_owner = null,
+       lease_until = null, last_attempt_at = ?, successful_at = coalesce(successful_at, ?), skipped_at = null
+     where id = ?`,
+  )
+  return (writes) => {
+    for (const { attempt: a, delivery: d } of writes) {
+      // Written already (the worker writes results again after a failed write): nothing to do.
+      if (attemptExists.get(a.id)) continue
+      // No attempt is logged for a delivery that is gone (its tenant was deleted).
+      if (updateDelivery.run(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id).changes === 0) continue
+      insertAttempt.run(
+        a.id,
+        a.tenant_id,
+        a.event_id,
+        a.destination_id,
+        a.delivery_id,
+        a.attempt_number,
+        a.manual ? 1 : 0,
+        a.status,
+        a.response_status_code,
+        a.response_body,
+        a.response_headers === null ? null : JSON.stringify(a.response_headers),
+        a.error,
+        a.error_kind,
+        a.duration_ms,
+        ms(a.delivered_at),
+        a.topic,
+        a.destination_type,
+      )
+    }
+  }
+}
+
+/**
+ * Failure streaks (recordAttempts; see HotPath.updateStreak): a success on a healthy destination writes nothing,
+ * so it locks no hot row.
+ */
+function streakWriter(client: BetterSqlite3.Database): (streak: StreakChange) => number | null {
+  const resetStreak = client.prepare(`update destinations set consecutive_failures = 0 where tenant_id = ? and id = ? and consecutive_failures <> 0`)
+  const setStreak = client.prepare(`update destinations set consecutive_failures = ? where tenant_id = ? and id = ? returning consecutive_failures`).pluck()
+  const addStreak = client
+    .prepare(`update destinations set consecutive_failures = consecutive_failures + ? where tenant_id = ? and id = ? returning consecutive_failures`)
+    .pluck()
+  return (s) => {
+    if (s.reset && s.failures === 0) {
+      resetStreak.run(s.tenant_id, s.destination_id)
+      return 0
+    }
+    const n = (s.reset ? setStreak : addStreak).get(s.failures, s.tenant_id, s.destination_id) as number | undefined
+    return n ?? null
+  }
+}
+
+/**
+ * The pruner's batch: the old events it takes are listed once in a temporary table (this connection
+ * only), then their attempts, deliveries and rows are deleted by key. One writer, one transaction:
+ * nothing can make a delivery pending between the listing and the deletes.
+ */
+function eventPruner(client: BetterSqlite3.Database): (request: PruneRequest) => PruneBatch {
   client.exec('create temp table if not exists prune_batch (tenant_id text not null, event_id text not null, time integer not null)')
   const clearBatch = client.prepare('delete from temp.prune_batch')
   const listOld = client.prepare(
@@ -35,71 +109,16 @@ export function sqliteHotPath(client: BetterSqlite3.Database): HotPath {
   const deleteAttempts = client.prepare(`delete from attempts where (tenant_id, event_id) ${inBatch}`)
   const deleteDeliveries = client.prepare(`delete from deliveries where (tenant_id, event_id) ${inBatch}`)
   const deleteEvents = client.prepare(`delete from events where (tenant_id, id) ${inBatch}`)
-  const attemptExists = client.prepare(`select 1 from attempts where id = ?`).pluck()
-  // A delivery cancelled meanwhile (its destination was deleted) stays cancelled.
-  const updateDelivery = client.prepare(
-    `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
-       next_attempt_at = case when status = 'cancelled' then null else ? end, lease_owner = null,
-       lease_until = null, last_attempt_at = ?, successful_at = coalesce(successful_at, ?), skipped_at = null
-     where id = ?`,
-  )
-
-  // Failure streaks (recordAttempts): a success on a healthy destination writes nothing, so it locks no hot row.
-  const resetStreak = client.prepare(`update destinations set consecutive_failures = 0 where tenant_id = ? and id = ? and consecutive_failures <> 0`)
-  const setStreak = client.prepare(`update destinations set consecutive_failures = ? where tenant_id = ? and id = ? returning consecutive_failures`).pluck()
-  const addStreak = client
-    .prepare(`update destinations set consecutive_failures = consecutive_failures + ? where tenant_id = ? and id = ? returning consecutive_failures`)
-    .pluck()
-
-  return {
-    ...sqliteLeases(client),
-    updateStreak(_db, s) {
-      if (s.reset && s.failures === 0) {
-        resetStreak.run(s.tenant_id, s.destination_id)
-        return 0
-      }
-      const n = (s.reset ? setStreak : addStreak).get(s.failures, s.tenant_id, s.destination_id) as number | undefined
-      return n ?? null
-    },
-    insertEvents: (_db, items) => insertEvents(items),
-    writeAttempts(_db, writes) {
-      for (const { attempt: a, delivery: d } of writes) {
-        // Written already (the worker writes results again after a failed write): nothing to do.
-        if (attemptExists.get(a.id)) continue
-        // No attempt is logged for a delivery that is gone (its tenant was deleted).
-        if (updateDelivery.run(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id).changes === 0) continue
-        insertAttempt.run(
-          a.id,
-          a.tenant_id,
-          a.event_id,
-          a.destination_id,
-          a.delivery_id,
-          a.attempt_number,
-          a.manual ? 1 : 0,
-          a.status,
-          a.response_status_code,
-          a.response_body,
-          a.response_headers === null ? null : JSON.stringify(a.response_headers),
-          a.error,
-          a.error_kind,
-          a.duration_ms,
-          ms(a.delivered_at),
-          a.topic,
-          a.destination_type,
-        )
-      }
-    },
-    pruneEvents(_db, q) {
-      clearBatch.run()
-      listOld.run({ before: q.before.getTime(), from: q.from?.getTime() ?? Number.MIN_SAFE_INTEGER, limit: q.limit })
-      const { found, last } = batchStats.get() as { found: number; last: number | null }
-      if (found === 0) return { events: 0, deliveries: 0, attempts: 0, found, last: null }
-      const attempts = deleteAttempts.run().changes
-      const deliveries = deleteDeliveries.run().changes
-      const events = deleteEvents.run().changes
-      clearBatch.run()
-      return { events, deliveries, attempts, found, last: last === null ? null : new Date(last) }
-    },
+  return (q) => {
+    clearBatch.run()
+    listOld.run({ before: q.before.getTime(), from: q.from?.getTime() ?? Number.MIN_SAFE_INTEGER, limit: q.limit })
+    const { found, last } = batchStats.get() as { found: number; last: number | null }
+    if (found === 0) return { events: 0, deliveries: 0, attempts: 0, found, last: null }
+    const attempts = deleteAttempts.run().changes
+    const deliveries = deleteDeliveries.run().changes
+    const events = deleteEvents.run().changes
+    clearBatch.run()
+    return { events, deliveries, attempts, found, last: last === null ? null : new Date(last) }
   }
 }
 

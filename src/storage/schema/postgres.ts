@@ -36,7 +36,21 @@ export function qualifiedPostgresTables(schema: string) {
 
 /** The tables, built with `table` (drizzle's pgTable, or a schema's `.table`). */
 function defineTables(table: typeof pgTable) {
-  const tenants = table(
+  return {
+    tenants: tenantsTable(table),
+    destinations: destinationsTable(table),
+    events: eventsTable(table),
+    deliveries: deliveriesTable(table),
+    attempts: attemptsTable(table),
+    replay_jobs: replayJobsTable(table),
+    rate_buckets: rateBucketsTable(table),
+    portal_codes: portalCodesTable(table),
+    signing_keys: signingKeysTable(table),
+  }
+}
+
+function tenantsTable(table: typeof pgTable) {
+  return table(
     'tenants',
     {
       id: text('id').primaryKey(),
@@ -46,8 +60,10 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [index('tenants_created_idx').on(t.created_at, t.id)],
   )
+}
 
-  const destinations = table(
+function destinationsTable(table: typeof pgTable) {
+  return table(
     'destinations',
     {
       tenant_id: text('tenant_id').notNull(),
@@ -68,8 +84,10 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
   )
+}
 
-  const events = table(
+function eventsTable(table: typeof pgTable) {
+  return table(
     'events',
     {
       tenant_id: text('tenant_id').notNull(),
@@ -89,9 +107,11 @@ function defineTables(table: typeof pgTable) {
       index('events_time_idx').on(t.time, t.tenant_id, t.topic),
     ],
   )
+}
 
-  // One row per (event, destination): the queue state and the log's status.
-  const deliveries = table(
+// One row per (event, destination): the queue state and the log's status.
+function deliveriesTable(table: typeof pgTable) {
+  return table(
     'deliveries',
     {
       id: text('id').primaryKey(),
@@ -133,8 +153,10 @@ function defineTables(table: typeof pgTable) {
       index('deliveries_waiting_idx').on(t.order_seq).where(sql`order_state = 'waiting'`),
     ],
   )
+}
 
-  const attempts = table(
+function attemptsTable(table: typeof pgTable) {
+  return table(
     'attempts',
     {
       id: text('id').primaryKey(),
@@ -159,9 +181,11 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
   )
+}
 
-  /** Replays (durable jobs): what to send again, where they stand, and the lease of the instance running one. */
-  const replay_jobs = table(
+/** Replays (durable jobs): what to send again, where they stand, and the lease of the instance running one. */
+function replayJobsTable(table: typeof pgTable) {
+  return table(
     'replay_jobs',
     {
       id: text('id').primaryKey(),
@@ -192,9 +216,11 @@ function defineTables(table: typeof pgTable) {
       index('replay_jobs_destination_idx').on(t.tenant_id, t.destination_id, t.created_at),
     ],
   )
+}
 
-  /** Per-destination token buckets of rate limits, shared by every instance (see sql-rate.ts). */
-  const rate_buckets = table(
+/** Per-destination token buckets of rate limits, shared by every instance (see sql-rate.ts). */
+function rateBucketsTable(table: typeof pgTable) {
+  return table(
     'rate_buckets',
     {
       tenant_id: text('tenant_id').notNull(),
@@ -204,12 +230,14 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [primaryKey({ columns: [t.tenant_id, t.destination_id] })],
   )
+}
 
-  /**
-   * Portal sign-in codes (`GET /tenants/{id}/portal`): short-lived and single-use. Only a SHA-256 of the
-   * code is kept, so reading this table yields nothing to sign in with; using a code deletes its row.
-   */
-  const portal_codes = table(
+/**
+ * Portal sign-in codes (`GET /tenants/{id}/portal`): short-lived and single-use. Only a SHA-256 of the
+ * code is kept, so reading this table yields nothing to sign in with; using a code deletes its row.
+ */
+function portalCodesTable(table: typeof pgTable) {
+  return table(
     'portal_codes',
     {
       code_hash: text('code_hash').primaryKey(),
@@ -219,13 +247,15 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [index('portal_codes_expires_idx').on(t.expires_at)],
   )
+}
 
-  /**
-   * The engine's Ed25519 signing keys (`v1a` signatures, published as a JWK Set). `secret` is sealed like
-   * destination credentials. `active` is true on the one key that signs and null on previous keys, so a
-   * unique index allows one active key however many instances generate or rotate at once.
-   */
-  const signing_keys = table(
+/**
+ * The engine's Ed25519 signing keys (`v1a` signatures, published as a JWK Set). `secret` is sealed like
+ * destination credentials. `active` is true on the one key that signs and null on previous keys, so a
+ * unique index allows one active key however many instances generate or rotate at once.
+ */
+function signingKeysTable(table: typeof pgTable) {
+  return table(
     'signing_keys',
     {
       kid: text('kid').primaryKey(),
@@ -237,7 +267,6 @@ function defineTables(table: typeof pgTable) {
     },
     (t) => [uniqueIndex('signing_keys_active_idx').on(t.active)],
   )
-  return { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes, signing_keys }
 }
 
 // The tables in `public`, for drizzle-kit (drizzle.postgres.config.ts generates the committed migrations from them).

@@ -1,0 +1,50 @@
+import { readMigrationFiles } from 'drizzle-orm/migrator'
+import { migrate } from 'drizzle-orm/postgres-js/migrator'
+import type { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import type PostgresJs from 'postgres'
+import { migrationsFolder } from './migrations-folder.js'
+
+/** Any constant works; it only has to be the same in every process migrating this database. */
+const migrationLockKey = 0x6f7574666c6f77 // "outflow"
+/** Where migrations are recorded, in Outflow's schema: a host's own drizzle migrations keep drizzle's default table. */
+const migrationsTable = '__outflow_migrations'
+
+/**
+ * Apply Outflow's pending migrations to `schemaName`. One connection holds a session advisory lock, so two
+ * processes starting at once migrate one after the other. Its search_path is Outflow's schema: the committed
+ * migrations name their tables without one.
+ */
+export async function migratePostgres(connect: typeof PostgresJs, drizzle: typeof drizzlePostgres, url: string, schemaName: string): Promise<void> {
+  const lockClient = connect(url, { max: 1, onnotice: () => {}, connection: { search_path: `"${schemaName}"` } })
+  try {
+    await lockClient`select pg_advisory_lock(${migrationLockKey})`
+    const folder = migrationsFolder('postgres')
+    await adoptDrizzleMigrations(lockClient, schemaName, folder)
+    await migrate(drizzle({ client: lockClient }), { migrationsFolder: folder, migrationsSchema: schemaName, migrationsTable })
+    await lockClient`select pg_advisory_unlock(${migrationLockKey})`
+  } finally {
+    await lockClient.end()
+  }
+}
+
+/**
+ * Databases migrated by releases before `__outflow_migrations` recorded their migrations in drizzle's default
+ * table (`drizzle.__drizzle_migrations`), which a host's own drizzle migrations may share. Carry Outflow's rows
+ * over once (matched by the journal's timestamps), so its migrations are not applied again.
+ */
+async function adoptDrizzleMigrations(client: PostgresJs.Sql, schemaName: string, folder: string): Promise<void> {
+  const [found] = await client<{ adopted: boolean; installed: boolean; legacy: boolean }[]>`
+    select to_regclass(${`"${schemaName}".${migrationsTable}`}) is not null as adopted,
+      to_regclass(${`"${schemaName}".deliveries`}) is not null as installed,
+      to_regclass('drizzle.__drizzle_migrations') is not null as legacy`
+  if (!found || found.adopted || !found.installed || !found.legacy) return
+  const applied = readMigrationFiles({ migrationsFolder: folder }).map((m) => String(m.folderMillis))
+  await client.begin(async (tx) => {
+    await tx.unsafe(`create table "${schemaName}".${migrationsTable} (id serial primary key, hash text not null, created_at bigint)`)
+    await tx.unsafe(
+      `insert into "${schemaName}".${migrationsTable} (hash, created_at)
+       select hash, created_at from drizzle.__drizzle_migrations where created_at = any($1::bigint[]) order by created_at`,
+      [applied],
+    )
+  })
+}
