@@ -7,9 +7,9 @@ const SRC = join(import.meta.dirname, '..', 'src')
 const MAX_FILE_LINES = 400
 const MAX_FUNCTION_LINES = 60
 
-// Temporary: these three are being split on their own branches (issue 29); the entries go when those land.
+// Temporary: these two are being split on their own branch (issue 29); the entries go when it lands.
 // Nothing else belongs here.
-const ALLOWED = new Set(['src/delivery/worker.ts', 'src/engine.ts', 'src/destinations/webhook.ts'])
+const ALLOWED = new Set(['src/delivery/worker.ts', 'src/engine.ts'])
 
 /** Every .ts file below `dir`, recursively. */
 function sourceFiles(dir: string): string[] {
