@@ -1,8 +1,9 @@
-import type { DeliveryWorker, QueuedDelivery } from './worker.js'
+import type { QueuedDelivery } from './context.js'
+import type { DeliveryWorker } from './worker.js'
 import { OutflowError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { PublishResult } from '../model/event.js'
-import type { EventRecord, NewDelivery, NewEventWithDeliveries, PublishTarget } from '../storage/storage.js'
+import type { EventRecord, InsertEventResult, NewDelivery, NewEventWithDeliveries, PublishTarget } from '../storage/storage.js'
 import { orderingKey } from '../model/delivery-settings.js'
 import type { TraceLink } from '../telemetry.js'
 import type { Storage } from '../storage/storage.js'
@@ -21,6 +22,9 @@ interface Pending {
   resolve(results: PublishResult[]): void
   reject(error: unknown): void
 }
+
+/** Skipped deliveries are never attempted, and ordered ones wait for their turn: neither takes the fast path. */
+const fast = (d: NewDelivery) => !d.skipped && d.order_key === undefined
 
 /** Events of concurrent calls committed together in one transaction, at most. */
 const maxEventsPerCommit = 1000
@@ -92,8 +96,6 @@ export class EventWriter {
         }
       }
       const items = accepted.flatMap((a) => a.items)
-      // Skipped deliveries are never attempted, and ordered ones wait for their turn: neither takes the fast path.
-      const fast = (d: NewDelivery) => !d.skipped && d.order_key === undefined
       const count = items.reduce((n, i) => n + i.deliveries.filter(fast).length, 0)
       const now = this.#now()
       const lease = this.#worker.fastPathLease(count, now)
@@ -106,33 +108,41 @@ export class EventWriter {
         this.#failQueued(err)
         return
       }
-      const claimed: QueuedDelivery[] = []
-      let offset = 0
-      for (const { pending, items: own } of accepted) {
-        const mine = results.slice(offset, offset + own.length)
-        offset += own.length
-        // Deleted between the read of its targets and the insert: as if deleted first.
-        const missing = mine.find((r) => r.missing_tenant !== undefined)?.missing_tenant
-        if (missing !== undefined) {
-          pending.reject(notFound('tenant', missing))
-          continue
-        }
-        pending.resolve(mine.map((r, i) => ({ id: own[i]!.event.id, duplicate: r.duplicate, destination_ids: r.destination_ids })))
-        if (lease)
-          mine.forEach((r, i) => {
-            if (r.duplicate) return
-            const { event, deliveries } = own[i]!
-            const { trace } = pending.events[i]!
-            // Only the deliveries written: a destination deleted meanwhile has none.
-            for (const d of deliveries)
-              if (fast(d) && r.destination_ids.includes(d.destination_id))
-                claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
-          })
-      }
-      if (claimed.length) this.#worker.enqueue(claimed)
+      this.#answer(accepted, results, lease !== undefined)
     } catch (err) {
       for (const p of batch) p.reject(err)
     }
+  }
+
+  /**
+   * Answer each accepted call with its results and, when the rows were written leased to this worker, hand
+   * their new deliveries to it.
+   */
+  #answer(accepted: { pending: Pending; items: NewEventWithDeliveries[] }[], results: InsertEventResult[], leased: boolean): void {
+    const claimed: QueuedDelivery[] = []
+    let offset = 0
+    for (const { pending, items: own } of accepted) {
+      const mine = results.slice(offset, offset + own.length)
+      offset += own.length
+      // Deleted between the read of its targets and the insert: as if deleted first.
+      const missing = mine.find((r) => r.missing_tenant !== undefined)?.missing_tenant
+      if (missing !== undefined) {
+        pending.reject(notFound('tenant', missing))
+        continue
+      }
+      pending.resolve(mine.map((r, i) => ({ id: own[i]!.event.id, duplicate: r.duplicate, destination_ids: r.destination_ids })))
+      if (leased)
+        mine.forEach((r, i) => {
+          if (r.duplicate) return
+          const { event, deliveries } = own[i]!
+          const { trace } = pending.events[i]!
+          // Only the deliveries written: a destination deleted meanwhile has none.
+          for (const d of deliveries)
+            if (fast(d) && r.destination_ids.includes(d.destination_id))
+              claimed.push({ id: d.id, tenant_id: event.tenant_id, event_id: event.id, destination_id: d.destination_id, attempt_count: 0, manual: false, event, trace })
+        })
+    }
+    if (claimed.length) this.#worker.enqueue(claimed)
   }
 
   /**
