@@ -38,6 +38,8 @@ export class DeliveryWorker {
   readonly #started = new Map<string, Promise<void>>()
   /** Held deliveries of a deleted tenant or destination: dropped when their turn comes, never attempted. */
   readonly #dropped = new Set<string>()
+  /** Held deliveries the claim loop took again after their result was written: queued once they are released. */
+  readonly #reclaimed = new Map<string, QueuedDelivery>()
   readonly #maxHeld: number
   #running = false
   #stopping = false
@@ -97,7 +99,13 @@ export class DeliveryWorker {
   /** Take leased deliveries into the local queues. */
   enqueue(deliveries: QueuedDelivery[]): void {
     for (const d of deliveries) {
-      if (this.#held.has(d.id)) continue
+      const holding = this.#held.get(d.id)
+      if (holding) {
+        // Claimed again once its result was written, before this worker let it go: taken when it has. (An older
+        // copy, claimed while its lease lapsed in an outage, is not: the one held is attempted.)
+        if (d.attempt_count > holding.attempt_count) this.#reclaimed.set(d.id, d)
+        continue
+      }
       this.#held.set(d.id, d)
       if (d.replay) {
         this.#replays.add(d)
@@ -169,10 +177,15 @@ export class DeliveryWorker {
   }
 
   #release(ids: string[]): void {
+    const again: QueuedDelivery[] = []
     for (const id of ids) {
       this.#unhold(id)
       this.#dropped.delete(id)
+      const next = this.#reclaimed.get(id)
+      if (next && this.#reclaimed.delete(id)) again.push(next)
     }
+    // Closing: not taken (close() releases every lease of this worker after the last results are written).
+    if (again.length > 0 && !this.#stopping) this.enqueue(again)
     this.#replays.admit()
     if (this.#held.size < this.#maxHeld / 2) this.wake()
   }
