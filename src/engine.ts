@@ -1,71 +1,39 @@
-import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { CredentialsError } from './credentials.js'
-import type { DeliveryReporter, OutflowEvents } from './delivery/events.js'
-import { EventWriter } from './delivery/event-writer.js'
-import { DeliveryWorker } from './delivery/worker.js'
-import { ReplayRunner } from './delivery/replay-runner.js'
-import { Supervisor } from './delivery/supervisor.js'
+import type { OutflowEvents } from './delivery/events.js'
 import type { EngineContext } from './engine/context.js'
-import { credentialKeys } from './engine/credential-keys.js'
 import * as destinations from './engine/destinations.js'
 import * as replays from './engine/replays.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
-import { publishEvents } from './engine/publish.js'
-import { CommitWatcher, publishInTransaction, publishThroughConnection } from './engine/publish-in-transaction.js'
-import { ensureOperatorSink, OperatorSink } from './engine/operator-sink.js'
+import { publishEvents, type PublishOptions } from './engine/publish.js'
+import { publishInTransaction, publishThroughConnection } from './engine/publish-in-transaction.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
 import * as metrics from './engine/metrics.js'
-import { Pruner, type PruneResult } from './engine/pruner.js'
+import type { PruneResult } from './engine/pruner.js'
+import { deliveryReporter } from './engine/reporter.js'
+import { EngineRuntime } from './engine/runtime.js'
+import type { EngineServices, HandlerFactory } from './engine/services.js'
 import * as portal from './engine/portal.js'
 import * as tenants from './engine/tenants.js'
-import { SigningKeyring, type SigningKeySet } from './engine/signing-keys.js'
-import { RotateSigningKeySchema } from './model/signing-keys.js'
+import { rotateSigningKey, type SigningKeySet } from './engine/signing-keys.js'
 import { OutflowError } from './errors.js'
 import type { DestinationTypeSchema } from './model/destination-type.js'
 import type { Destination, ListDestinationsQuery } from './model/destination.js'
-import { parseInput } from './model/common.js'
-import { EnableQuerySchema, type EnableQuery, type Recovery, type ReplayJob } from './model/replay.js'
+import type { EnableQuery, Recovery, ReplayJob } from './model/replay.js'
 import type { DeliveryAttempt, Event, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishResult } from './model/event.js'
 import type { HealthReport } from './model/health.js'
-import type { OperatorEvent } from './model/operator-event.js'
 import type { AttemptMetricsQuery, EventMetricsQuery, MetricsResponse } from './model/metrics.js'
 import type { Page } from './model/pagination.js'
 import type { ListTenantsQuery, Tenant } from './model/tenant.js'
 import type { ResolvedOptions } from './options.js'
 import type { Storage } from './storage/storage.js'
 import { Telemetry } from './telemetry.js'
-import type { Catalog } from './delivery/catalog.js'
 import * as topics from './engine/topics.js'
 import type { TopicInfo, TopicsOption } from './model/topic.js'
 import type { PublishArgument } from './model/typed-publish.js'
 
-export type { OutflowEvents, DeliveryOutcome, AlertPayload, DestinationDisabled } from './delivery/events.js'
-export type { MetricsScope } from './engine/metrics.js'
-export type { PruneResult } from './engine/pruner.js'
-
 /** Builds the HTTP handler of an engine (src/http's `createHttpHandler`, passed in by `createOutflow`). */
-export type HttpHandlerFactory = (outflow: Outflow) => (request: Request) => Promise<Response>
-
-/** Options of `publish` and `publishMany`. */
-export interface PublishOptions {
-  /**
-   * Postgres: your open transaction, in which the event is written (delivered once it commits, never if
-   * it rolls back): the `tx` of postgres.js `sql.begin(async (tx) => …)`, or of drizzle's
-   * `db.transaction(async (tx) => …)` over postgres.js, on the database (and server) of Outflow's storage.
-   */
-  tx?: object
-}
-
-/** What `createOutflow` hands the engine besides storage and options. */
-export interface EngineServices {
-  createHandler?: HttpHandlerFactory
-  /** Spans and metrics (see src/telemetry.ts); off when absent. */
-  telemetry?: Telemetry
-  /** The compiled topic catalog (`compileCatalog` of the `topics` option); none: every topic allowed, nothing validated. */
-  catalog?: Catalog
-}
+export type HttpHandlerFactory = HandlerFactory<Outflow>
 
 /**
  * The Outflow engine: the typed API of every operation, the delivery worker, and `fetch` for HTTP.
@@ -83,120 +51,25 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /** The engine's spans and metrics; the HTTP layer records API latency through it. */
   readonly telemetry: Telemetry
   readonly #ctx: EngineContext
-  readonly #worker: DeliveryWorker
-  readonly #writer: EventWriter
-  readonly #replays: ReplayRunner
-  readonly #supervisor: Supervisor
-  readonly #operatorSink: OperatorSink
-  readonly #pruner: Pruner | undefined
-  /** Wakes the worker after a host's SQLite transaction with new deliveries committed (publishSync). */
-  readonly #commits: CommitWatcher
+  /** The worker, writer, replay runner, pruner and the rest, with their start and stop (src/engine/runtime.ts). */
+  readonly #runtime: EngineRuntime
   readonly #createHandler: HttpHandlerFactory | undefined
   #handler?: (request: Request) => Promise<Response>
-  #closed = false
-  #stopObservingQueue?: () => void
 
   /** Prefer `createOutflow`, which also migrates, starts the worker and serves HTTP. */
-  constructor(storage: Storage, options: ResolvedOptions, { createHandler, telemetry, catalog }: EngineServices = {}) {
+  constructor(storage: Storage, options: ResolvedOptions, { createHandler, telemetry, catalog }: EngineServices<Outflow> = {}) {
     super()
     this.options = options
     this.storage = storage
     this.telemetry = telemetry ?? new Telemetry(undefined, options.telemetry)
     this.#createHandler = createHandler
-    let jwtSecret = options.jwtSecret
-    if (!jwtSecret) {
-      jwtSecret = randomBytes(32).toString('base64url')
-      options.logger.warn({}, 'no jwtSecret configured: tenant tokens are signed with a random per-process secret and stop working on restart')
-    }
-    // API requests and typed-API calls give up on a paused database sooner than the worker does (Storage.forCallers).
-    const forCallers = storage.forCallers ?? storage
-    const keys = credentialKeys(options, storage)
-    this.#ctx = {
-      storage: forCallers,
-      options,
-      credentialKeys: keys,
-      signingKeys: new SigningKeyring(storage, options, keys, () => new Date()),
-      jwtSecret,
-      telemetry: this.telemetry,
-      catalog,
-      now: () => new Date(),
-      destinationChanged: (tenantId, destinationId) => this.#worker.destinationChanged(tenantId, destinationId),
-      stopDeliveries: (tenantId, destinationId) => this.#worker.stopDeliveries(tenantId, destinationId),
-    }
-    const { now, signingKeys } = this.#ctx
-    const supervisor = (this.#supervisor = new Supervisor(options.supervisor, options.logger))
-    this.#worker = new DeliveryWorker({
-      storage,
-      options,
-      credentialKeys: keys,
-      now,
-      telemetry: this.telemetry,
-      reporter: this.#reporter(),
-      signers: () => signingKeys.signers(),
-      supervisor,
-    })
-    this.#writer = new EventWriter(forCallers, this.#worker, now)
-    this.#replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.#worker.wake(), supervisor })
-    this.#operatorSink = new OperatorSink(this.#ctx, this.#writer)
-    this.#commits = new CommitWatcher(() => this.#worker.wake(), options.delivery.pollIntervalMs)
-    const { retention } = options
-    if (retention)
-      this.#pruner = new Pruner(storage, {
-        windowMs: retention.events,
-        batchSize: retention.batchSize,
-        intervalMs: retention.intervalMs,
-        // Live work: deliveries in flight, or a publish in the last second.
-        busy: () => this.#worker.inFlight > 0 || performance.now() - this.#writer.lastWriteAt < 1000,
-        logger: options.logger,
-        supervisor,
-        now,
-      })
-  }
-
-  /** Turns what delivery reports (storage records) into API shapes and host events. */
-  #reporter(): DeliveryReporter {
-    return {
-      attempted: (attempt) => {
-        const name = attempt.status === 'success' ? 'delivery.succeeded' : 'delivery.failed'
-        if (this.listenerCount(name) > 0)
-          this.emit(name, { tenant_id: attempt.tenant_id, event_id: attempt.event_id, destination_id: attempt.destination_id, attempt: events.toDeliveryAttempt(attempt) })
-      },
-      alert: (alert) => this.emit('alert', alert),
-      wants: (topic) => this.listenerCount(topic) > 0 || this.#operatorSink.accepts(topic),
-      operatorEvent: (topic, data) => {
-        const event = OperatorSink.envelope(topic, data, this.#ctx.now())
-        // Each topic's listeners get that topic's envelope (OutflowEvents); the compiler cannot follow the pairing.
-        if (this.listenerCount(topic) > 0) (this.emit as (name: string, event: OperatorEvent) => boolean)(topic, event)
-        if (this.#operatorSink.accepts(topic)) this.#operatorSink.publish(event)
-      },
-      destinationDisabled: (event) => this.emit('destination.disabled', event),
-      publicDestination: (record) => {
-        // An alert about a destination whose credentials cannot be read still goes out, without the destination.
-        try {
-          return destinations.toDestination(this.#ctx, record)
-        } catch (err) {
-          if (err instanceof CredentialsError) return null
-          throw err
-        }
-      },
-    }
+    this.#runtime = new EngineRuntime(storage, options, this.telemetry, catalog, (ctx, sink) => deliveryReporter(this, ctx, sink))
+    this.#ctx = this.#runtime.ctx
   }
 
   /** Set up the operator sink and start the delivery worker (createOutflow does this; the worker unless `delivery.worker` is false). */
-  async start(): Promise<void> {
-    await this.#ctx.signingKeys.start()
-    await ensureOperatorSink(this.#ctx)
-    if (this.options.delivery.worker) {
-      this.#worker.start()
-      this.#replays.start()
-    }
-    this.#pruner?.start()
-    this.#stopObservingQueue ??= this.telemetry.observeQueue(async () => {
-      const now = this.#ctx.now()
-      const { due, oldest_due_at } = await this.storage.queueStats(now)
-      return { depth: due, lagSeconds: oldest_due_at ? Math.max(0, now.getTime() - oldest_due_at.getTime()) / 1000 : 0 }
-    })
-    this.options.logger.info({ storage: this.storage.dialect, worker: this.options.delivery.worker, worker_id: this.#worker.id }, 'outflow started')
+  start(): Promise<void> {
+    return this.#runtime.start()
   }
 
   /** Apply pending storage migrations (createOutflow does this unless `migrate` is false). */
@@ -276,7 +149,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   }
   /** Create a destination; the answer's `deprecated_topics` names deprecated catalog topics it subscribes to, and their replacements. */
   async createDestination(tenantId: string, body: unknown): Promise<Destination> {
-    return this.#noteDeprecatedTopics(await destinations.createDestination(this.#ctx, tenantId, body), 'created')
+    return topics.noteDeprecatedTopics(this.#ctx, await destinations.createDestination(this.#ctx, tenantId, body), 'created')
   }
   /** One destination of a tenant, credentials masked. */
   getDestination(tenantId: string, destinationId: string): Promise<Destination> {
@@ -284,15 +157,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   }
   /** PATCH: JSON merge patch for config, credentials, metadata and delivery_metadata; topics and filter are replaced. */
   async updateDestination(tenantId: string, destinationId: string, body: unknown): Promise<Destination> {
-    return this.#noteDeprecatedTopics(await destinations.updateDestination(this.#ctx, tenantId, destinationId, body), 'updated')
-  }
-  /** A destination subscribed to deprecated topics still works: its answer and the log say what replaces them. */
-  #noteDeprecatedTopics(destination: Destination, change: 'created' | 'updated'): Destination {
-    const deprecated = topics.deprecatedTopics(this.#ctx, destination.topics)
-    if (deprecated.length === 0) return destination
-    const replaced = deprecated.map((t) => (t.replaced_by ? `"${t.name}" (replaced by "${t.replaced_by}")` : `"${t.name}"`)).join(', ')
-    this.options.logger.warn({ destination_id: destination.id, deprecated_topics: deprecated }, `destination ${change} with deprecated topics: ${replaced}`)
-    return { ...destination, deprecated_topics: deprecated }
+    return topics.noteDeprecatedTopics(this.#ctx, await destinations.updateDestination(this.#ctx, tenantId, destinationId, body), 'updated')
   }
   /** Delete a destination and cancel its pending deliveries. */
   deleteDestination(tenantId: string, destinationId: string): Promise<{ success: true }> {
@@ -306,11 +171,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * const { recovery } = await outflow.enableDestination('acme', 'des_1', { replay: 'skipped' })
    */
   async enableDestination(tenantId: string, destinationId: string, query: EnableQuery = {}): Promise<Destination & { recovery?: Recovery }> {
-    const { replay } = parseInput(EnableQuerySchema, query, { code: 'bad_request' })
-    const destination: Destination & { recovery?: Recovery } = await destinations.setDestinationDisabled(this.#ctx, tenantId, destinationId, false)
-    const recovery = await replays.recoveryAfterEnable(this.#ctx, tenantId, destinationId, replay === 'skipped')
-    if (recovery) destination.recovery = recovery
-    return destination
+    return replays.enableDestination(this.#ctx, tenantId, destinationId, query)
   }
   /** Disable a destination: its queued deliveries wait, and events published meanwhile are recorded as skipped. */
   disableDestination(tenantId: string, destinationId: string): Promise<Destination> {
@@ -325,13 +186,13 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    */
   async replayDestination(tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
     const job = await replays.replayDestination(this.#ctx, tenantId, destinationId, body)
-    this.#replays.wake()
+    this.#runtime.replays.wake()
     return job
   }
   /** `replayDestination` for several destinations of a tenant (`destination_id`, default every enabled one): one job each. */
   async replayTenant(tenantId: string, body: unknown): Promise<ReplayJob[]> {
     const jobs = await replays.replayTenant(this.#ctx, tenantId, body)
-    this.#replays.wake()
+    this.#runtime.replays.wake()
     return jobs
   }
   /** A replay job's progress. */
@@ -384,9 +245,9 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   }
   /** Publish a batch in one transaction (with `tx`: in yours, all or none). */
   publishMany(inputs: PublishArgument<T>[], { single = false, tx }: PublishOptions & { single?: boolean } = {}): Promise<PublishResult[]> {
-    if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
+    if (this.#runtime.closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
     if (tx !== undefined) return publishInTransaction(this.#ctx, inputs, single, tx)
-    return publishEvents(this.#ctx, this.#writer, inputs, single)
+    return publishEvents(this.#ctx, this.#runtime.writer, inputs, single)
   }
   /**
    * SQLite: publish inside your own better-sqlite3 transaction, synchronously (better-sqlite3 transactions
@@ -405,8 +266,8 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   }
   /** `publishSync` for a batch: all or none, in your transaction. */
   publishManySync(inputs: PublishArgument<T>[], { db, single = false }: { db: object; single?: boolean }): PublishResult[] {
-    if (this.#closed) throw new OutflowError('unavailable', 'the Outflow engine is closed')
-    return publishThroughConnection(this.#ctx, inputs, single, db, (host, event) => this.#commits.watch(host, event))
+    if (this.#runtime.closed) throw new OutflowError('unavailable', 'the Outflow engine is closed')
+    return publishThroughConnection(this.#ctx, inputs, single, db, (host, event) => this.#runtime.commits.watch(host, event))
   }
   /** Admin listing of events across tenants. */
   listAdminEvents(query?: ListAdminEventsQuery): Promise<Page<Event>> {
@@ -435,7 +296,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /** Enqueue one manual attempt now, whatever the automatic schedule. */
   async retryDelivery(tenantId: string, destinationId: string, eventId: string): Promise<{ success: true }> {
     const result = await events.retryDelivery(this.#ctx, tenantId, destinationId, eventId)
-    this.#worker.wake()
+    this.#runtime.worker.wake()
     return result
   }
 
@@ -471,8 +332,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * const { keys } = await outflow.rotateSigningKey({ overlap: '48h' })
    */
   async rotateSigningKey(body: unknown = {}): Promise<SigningKeySet> {
-    const { overlap } = parseInput(RotateSigningKeySchema, body ?? {})
-    return this.#ctx.signingKeys.rotate(overlap)
+    return rotateSigningKey(this.#ctx.signingKeys, body)
   }
 
   // --- operations ---
@@ -484,7 +344,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * const report = await outflow.health() // { status: 'ok', storage: { reachable: true, … }, queue: { depth: 0, … }, worker: { … } }
    */
   health(options?: { queue?: boolean }): Promise<HealthReport> {
-    return checkHealth(this.#ctx, { enabled: this.options.delivery.worker, running: this.#worker.running }, this.#supervisor, options)
+    return checkHealth(this.#ctx, { enabled: this.options.delivery.worker, running: this.#runtime.worker.running }, this.#runtime.supervisor, options)
   }
 
   // --- metrics ---
@@ -519,31 +379,16 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * const { events } = await outflow.prune()
    */
   prune(): Promise<PruneResult> {
-    if (!this.#pruner) return Promise.reject(new OutflowError('validation', 'retention is not configured: createOutflow({ retention: { events: "30d" } })'))
-    if (this.#closed) return Promise.reject(new OutflowError('unavailable', 'the Outflow engine is closed'))
-    return this.#pruner.prune()
+    return this.#runtime.prune()
   }
 
   /** Stop claiming, drain in-flight attempts (bounded), release leases, close connections. Idempotent. */
-  async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    this.#stopObservingQueue?.()
-    this.#commits.close()
-    // Publishes already accepted are committed before the worker stops.
-    await this.#writer.drain()
-    await this.#pruner?.close()
-    await this.#replays.close()
-    await this.#worker.close()
-    this.#ctx.signingKeys.close()
-    // Operator events raised by the last results are committed too (delivered after a restart).
-    await this.#writer.drain()
-    await this.storage.close()
-    this.options.logger.info({ worker_id: this.#worker.id }, 'outflow stopped')
+  close(): Promise<void> {
+    return this.#runtime.close()
   }
 
   /** Whether `close()` has been called. */
   get closed(): boolean {
-    return this.#closed
+    return this.#runtime.closed
   }
 }

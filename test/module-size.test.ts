@@ -9,7 +9,7 @@ const MAX_FUNCTION_LINES = 60
 
 // Temporary: these two are being split on their own branch (issue 29); the entries go when it lands.
 // Nothing else belongs here.
-const ALLOWED = new Set(['src/delivery/worker.ts', 'src/engine.ts'])
+const ALLOWED = new Set<string>([])
 
 /** Every .ts file below `dir`, recursively. */
 function sourceFiles(dir: string): string[] {

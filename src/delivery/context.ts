@@ -1,8 +1,8 @@
 import type { Keyring } from '../credentials.js'
 import type { Ed25519Key } from '../net/ed25519.js'
 import type { Logger } from '../logger.js'
-import type { Storage } from '../storage/storage.js'
-import type { Telemetry } from '../telemetry.js'
+import type { ClaimedDelivery, Storage } from '../storage/storage.js'
+import type { Telemetry, TraceLink } from '../telemetry.js'
 import type { DeliveryReporter } from './events.js'
 import type { RetryOptions } from './retry-schedule.js'
 import type { Supervisor } from './supervisor.js'
@@ -44,3 +44,6 @@ export interface DeliveryContext {
   signers(): Ed25519Key[]
   now(): Date
 }
+
+/** A leased delivery in the worker's queues; a local publish's carry its span context in memory. */
+export type QueuedDelivery = ClaimedDelivery & { trace?: TraceLink }

@@ -6,6 +6,16 @@ import { parseInput } from '../model/common.js'
 import { PublishSchema, type PublishResult } from '../model/event.js'
 import type { EngineContext } from './context.js'
 
+/** Options of `publish` and `publishMany`. */
+export interface PublishOptions {
+  /**
+   * Postgres: your open transaction, in which the event is written (delivered once it commits, never if
+   * it rolls back): the `tx` of postgres.js `sql.begin(async (tx) => …)`, or of drizzle's
+   * `db.transaction(async (tx) => …)` over postgres.js, on the database (and server) of Outflow's storage.
+   */
+  tx?: object
+}
+
 /** Most events one publishMany call takes (one transaction). */
 export const maxPublishBatch = 1000
 

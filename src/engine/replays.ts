@@ -1,9 +1,11 @@
 import { OutflowError, notFound, type ErrorData } from '../errors.js'
 import { newId } from '../ids.js'
 import { parseInput } from '../model/common.js'
-import { ReplaySchema, TenantReplaySchema, type Recovery, type ReplayJob } from '../model/replay.js'
+import type { Destination } from '../model/destination.js'
+import { EnableQuerySchema, ReplaySchema, TenantReplaySchema, type EnableQuery, type Recovery, type ReplayJob } from '../model/replay.js'
 import type { DestinationRecord, NewReplayJob, ReplayJobRecord, ReplaySelect } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
+import { setDestinationDisabled } from './destinations.js'
 import { requireTenant } from './tenants.js'
 
 /** The API shape of a stored replay job. */
@@ -129,4 +131,16 @@ export async function recoveryAfterEnable(ctx: EngineContext, tenantId: string, 
   }
   if (replay) recovery.replay_job = await replayDestination(ctx, tenantId, destinationId, { since, status: 'skipped' })
   return recovery
+}
+
+/**
+ * Enable a destination. When it has skipped deliveries the answer's `recovery` says how to replay them;
+ * `{ replay: 'skipped' }` also starts that replay.
+ */
+export async function enableDestination(ctx: EngineContext, tenantId: string, destinationId: string, query: EnableQuery): Promise<Destination & { recovery?: Recovery }> {
+  const { replay } = parseInput(EnableQuerySchema, query, { code: 'bad_request' })
+  const destination: Destination & { recovery?: Recovery } = await setDestinationDisabled(ctx, tenantId, destinationId, false)
+  const recovery = await recoveryAfterEnable(ctx, tenantId, destinationId, replay === 'skipped')
+  if (recovery) destination.recovery = recovery
+  return destination
 }

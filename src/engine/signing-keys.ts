@@ -1,5 +1,6 @@
 import type * as v from 'valibot'
-import type { SigningJwkSchema, SigningKeySetSchema } from '../model/signing-keys.js'
+import { RotateSigningKeySchema, type SigningJwkSchema, type SigningKeySetSchema } from '../model/signing-keys.js'
+import { parseInput } from '../model/common.js'
 import { CredentialsError, sealCredentials, sealedWithCurrentKey, unsealCredentials, type CredentialsOwner, type Keyring } from '../credentials.js'
 import { OutflowError } from '../errors.js'
 import { errorFields } from '../logger.js'
@@ -160,4 +161,10 @@ export class SigningKeyring {
     this.#keys = keys
     this.#loadedAt = performance.now()
   }
+}
+
+/** `outflow.rotateSigningKey`: the body (`{ overlap? }`) checked, then a rotation with that overlap. */
+export function rotateSigningKey(keyring: SigningKeyring, body: unknown): Promise<SigningKeySet> {
+  const { overlap } = parseInput(RotateSigningKeySchema, body ?? {})
+  return keyring.rotate(overlap)
 }

@@ -1,5 +1,6 @@
 import { Catalog } from '../delivery/catalog.js'
 import { notFound } from '../errors.js'
+import type { Destination } from '../model/destination.js'
 import type { DeprecatedTopic, TopicInfo } from '../model/topic.js'
 import type { EngineContext } from './context.js'
 
@@ -23,4 +24,13 @@ export function deprecatedTopics(ctx: EngineContext, topics: readonly string[]):
     const topic = catalog.get(name)
     return topic?.deprecated ? [{ name, replaced_by: topic.replaced_by }] : []
   })
+}
+
+/** A destination subscribed to deprecated topics still works: its answer and the log say what replaces them. */
+export function noteDeprecatedTopics(ctx: EngineContext, destination: Destination, change: 'created' | 'updated'): Destination {
+  const deprecated = deprecatedTopics(ctx, destination.topics)
+  if (deprecated.length === 0) return destination
+  const replaced = deprecated.map((t) => (t.replaced_by ? `"${t.name}" (replaced by "${t.replaced_by}")` : `"${t.name}"`)).join(', ')
+  ctx.options.logger.warn({ destination_id: destination.id, deprecated_topics: deprecated }, `destination ${change} with deprecated topics: ${replaced}`)
+  return { ...destination, deprecated_topics: deprecated }
 }

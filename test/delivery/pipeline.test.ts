@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AlertPayload, Outflow } from '../../src/engine.js'
+import type { AlertPayload } from '../../src/delivery/events.js'
+import type { Outflow } from '../../src/engine.js'
 import type { AttemptWrite } from '../../src/storage/storage.js'
 import { engineKinds, rejection } from '../support/engines.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
