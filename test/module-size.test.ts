@@ -7,7 +7,6 @@ const SRC = join(import.meta.dirname, '..', 'src')
 const MAX_FILE_LINES = 400
 const MAX_FUNCTION_LINES = 60
 
-
 /** Every .ts file below `dir`, recursively. */
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
