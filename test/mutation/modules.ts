@@ -23,7 +23,7 @@ export interface MutationModule {
  * a pattern that matches nothing is an error rather than a module that quietly measures less.
  *
  * @example
- * spans('src/http/routes.ts', /access: '\w+'/g) // ['src/http/routes.ts:103:108-103:123', …]
+ * spans('src/http/routes.ts', /access: '\w+'/g) // ['src/http/routes.ts:109:106-109:121', …]
  */
 function spans(file: string, pattern: RegExp): string[] {
   const found = readFileSync(file, 'utf8')
@@ -31,6 +31,19 @@ function spans(file: string, pattern: RegExp): string[] {
     .flatMap((text, i) => [...text.matchAll(pattern)].map((m) => `${file}:${i + 1}:${m.index}-${i + 1}:${m.index + m[0].length}`))
   if (found.length === 0) throw new Error(`test/mutation/modules.ts: ${pattern} matches nothing in ${file}; point it at the code again`)
   return found
+}
+
+/**
+ * `file:line-end`: from the first line matching `pattern` to the end of the file, found like `spans`.
+ *
+ * @example
+ * fromFirst('src/net/http-client.ts', /^export function parseRetryAfter\(/) // 'src/net/http-client.ts:270-324'
+ */
+function fromFirst(file: string, pattern: RegExp): string {
+  const lines = readFileSync(file, 'utf8').split('\n')
+  const first = lines.findIndex((text) => pattern.test(text))
+  if (first < 0) throw new Error(`test/mutation/modules.ts: ${pattern} matches nothing in ${file}; point it at the code again`)
+  return `${file}:${first + 1}-${lines.length}`
 }
 
 export const mutationModules: MutationModule[] = [
@@ -58,7 +71,7 @@ export const mutationModules: MutationModule[] = [
   {
     name: 'attempt',
     // http-client.ts from parseRetryAfter on: the status and error to attempt-result mapping (the rest is the socket pool).
-    mutate: ['src/delivery/attempt.ts', 'src/destinations/failure.ts', 'src/net/http-client.ts:256-311'],
+    mutate: ['src/delivery/attempt.ts', 'src/destinations/failure.ts', fromFirst('src/net/http-client.ts', /^export function parseRetryAfter\(/)],
     tests: ['test/delivery/attempt.test.ts', 'test/destinations/failure.test.ts', 'test/net/http-client.test.ts'],
   },
   { name: 'catalog', mutate: ['src/delivery/catalog.ts'], tests: ['test/delivery/catalog.test.ts'] },
