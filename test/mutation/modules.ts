@@ -60,7 +60,7 @@ export const mutationModules: MutationModule[] = [
     // rule, the metrics' tenant scope and the admin-only health details. Checked over HTTP on one mount.
     name: 'http-auth',
     mutate: [
-      ...spans('src/http/handler.ts', /^.*\b(settings|authenticate|authorize|principal|tenantScope)\b.*$/gm),
+      ...spans('src/http/handler.ts', /^.*(\bconst settings = |assertAuthConfigured\(settings\)|\bauthenticate\(|\bauthorize\(|\bprincipal\b|\btenantScope\b).*$/gm),
       ...spans('src/http/routes.ts', /access: '\w+'/g),
       ...spans('src/http/routes.ts', /tenantScope \? \{ tenantId: tenantScope \} : undefined/g),
       ...spans('src/http/routes.ts', /^.*\b(query\.details|authorize\('admin'\)).*$/gm),
