@@ -23,12 +23,17 @@ let failed = false
 const started = Date.now()
 for (const module of modules) {
   const moduleStarted = Date.now()
-  console.log(`\n== ${module.name}: ${module.mutate.join(', ')}`)
+  // A file once, with how many ranges of it are mutated when the module names parts of it.
+  const files = new Map<string, number>()
+  for (const pattern of module.mutate) {
+    const file = pattern.replace(/:\d+(:\d+)?-\d+(:\d+)?$/, '')
+    files.set(file, (files.get(file) ?? 0) + (file === pattern ? 0 : 1))
+  }
+  console.log(`\n== ${module.name}: ${[...files].map(([file, ranges]) => (ranges ? `${file} (${ranges} ranges)` : file)).join(', ')}`)
   const args = ['run', 'stryker.config.mjs', '--mutate', module.mutate.join(',')]
-  if (module.coverageAnalysis) args.push('--coverageAnalysis', module.coverageAnalysis)
   const run = spawnSync('node_modules/.bin/stryker', args, {
     stdio: 'inherit',
-    env: { ...process.env, OUTFLOW_MUTATION_MODULE: module.name, OUTFLOW_MUTATION_TESTS: module.tests.join(','), OUTFLOW_MUTATION_TEST_NAME: module.testNamePattern ?? '' },
+    env: { ...process.env, OUTFLOW_MUTATION_MODULE: module.name, OUTFLOW_MUTATION_TESTS: module.tests.join(',') },
   })
   if (run.status !== 0) {
     failed = true

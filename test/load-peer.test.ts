@@ -86,6 +86,21 @@ describe('a host without the optional packages (a child process whose node_modul
     }
   })
 
+  it('refuses a zod schema in the topic catalog when zod is not installed, advising jsonSchema beside it', async () => {
+    const host = hostWithout(['zod'])
+    try {
+      const { code, stdout, stderr } = await host.run('missing-peers.ts', ['catalog'])
+      expect(code, stderr).toBe(0)
+      const message = 'zod schemas need zod 4 (its toJSONSchema), or give jsonSchema beside the schema'
+      expect(JSON.parse(stdout)).toEqual({
+        ok: false,
+        error: { name: 'OutflowError', code: 'validation', message: `invalid topic catalog: topics.user.invited.schema: ${message}`, data: { 'topics.user.invited.schema': message } },
+      })
+    } finally {
+      host.remove()
+    }
+  })
+
   describe('destination SDKs', () => {
     let result: {
       instructions: Record<string, string>

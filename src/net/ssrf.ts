@@ -50,7 +50,7 @@ function inCidr(bytes: number[], range: Cidr): boolean {
 }
 
 /** IPv4 ranges that are not the public internet: loopback, RFC 1918, CGNAT, link-local (cloud metadata), documentation, multicast, reserved, broadcast. */
-const privateV4 = [
+const privateV4Ranges = [
   '0.0.0.0/8',
   '10.0.0.0/8',
   '100.64.0.0/10',
@@ -66,23 +66,55 @@ const privateV4 = [
   '203.0.113.0/24',
   '224.0.0.0/4',
   '240.0.0.0/4',
-].map(cidr)
-
-/** IPv6 ranges refused outright: unspecified, loopback, unique-local (incl. fd00:ec2::254 metadata), link-local, site-local, multicast, discard, documentation, local-use NAT64. */
-const privateV6 = ['::/128', '::1/128', 'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8', '100::/64', '2001:db8::/32', '64:ff9b:1::/48'].map(cidr)
-
-/** IPv6 ranges that carry an IPv4 address; the embedded address decides. `xor` undoes Teredo's obfuscation. */
-const embeddingV6: { range: Cidr; offset: number; xor: number }[] = [
-  { range: cidr('::ffff:0:0/96'), offset: 12, xor: 0 }, // IPv4-mapped
-  { range: cidr('::/96'), offset: 12, xor: 0 }, // IPv4-compatible (deprecated)
-  { range: cidr('::ffff:0:0:0/96'), offset: 12, xor: 0 }, // IPv4-translated (SIIT)
-  { range: cidr('64:ff9b::/96'), offset: 12, xor: 0 }, // NAT64 well-known prefix
-  { range: cidr('2002::/16'), offset: 2, xor: 0 }, // 6to4
-  { range: cidr('2001::/32'), offset: 12, xor: 0xff }, // Teredo client address
 ]
 
+/** IPv6 ranges refused outright: unspecified, loopback, unique-local (incl. fd00:ec2::254 metadata), link-local, site-local, multicast, discard, documentation, local-use NAT64. */
+const privateV6Ranges = ['::/128', '::1/128', 'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8', '100::/64', '2001:db8::/32', '64:ff9b:1::/48']
+
+/** IPv6 ranges that carry an IPv4 address; the embedded address decides. `xor` undoes Teredo's obfuscation. */
+const embeddingV6Ranges: { range: string; offset: number; xor: number }[] = [
+  { range: '::ffff:0:0/96', offset: 12, xor: 0 }, // IPv4-mapped
+  { range: '::/96', offset: 12, xor: 0 }, // IPv4-compatible (deprecated)
+  { range: '::ffff:0:0:0/96', offset: 12, xor: 0 }, // IPv4-translated (SIIT)
+  { range: '64:ff9b::/96', offset: 12, xor: 0 }, // NAT64 well-known prefix
+  { range: '2002::/16', offset: 2, xor: 0 }, // 6to4
+  { range: '2001::/32', offset: 12, xor: 0xff }, // Teredo client address
+]
+
+interface Ranges {
+  privateV4: Cidr[]
+  privateV6: Cidr[]
+  embeddingV6: { range: Cidr; offset: number; xor: number }[]
+}
+
+function parseRanges(): Ranges {
+  return {
+    privateV4: privateV4Ranges.map(cidr),
+    privateV6: privateV6Ranges.map(cidr),
+    embeddingV6: embeddingV6Ranges.map(({ range, offset, xor }) => ({ range: cidr(range), offset, xor })),
+  }
+}
+
+/**
+ * The tables above, parsed once at import. One that does not parse (a bug in this file) fails every check, so
+ * every test of one, rather than the import of everything that reaches this module: mutation testing sees
+ * failing tests, where a module that cannot load left vitest no test to run and counted as a survivor.
+ */
+const parsed: Ranges | Error = (() => {
+  try {
+    return parseRanges()
+  } catch (err) {
+    return err as Error
+  }
+})()
+
+function ranges(): Ranges {
+  if (parsed instanceof Error) throw parsed
+  return parsed
+}
+
 function isPrivateV4(bytes: number[]): boolean {
-  return privateV4.some((range) => inCidr(bytes, range))
+  return ranges().privateV4.some((range) => inCidr(bytes, range))
 }
 
 /**
@@ -99,6 +131,7 @@ export function isPrivateAddress(ip: string): boolean {
   if (v4) return isPrivateV4(v4)
   const v6 = parseIPv6(ip)
   if (!v6) return true
+  const { privateV6, embeddingV6 } = ranges()
   if (privateV6.some((range) => inCidr(v6, range))) return true
   for (const { range, offset, xor } of embeddingV6) {
     if (inCidr(v6, range)) return isPrivateV4(v6.slice(offset, offset + 4).map((b) => b ^ xor))

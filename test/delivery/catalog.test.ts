@@ -94,6 +94,39 @@ describe('compileCatalog', () => {
     expect(catalog.check('user.invited', { role: 'admin' })).toBeUndefined()
   })
 
+  it('derives draft 2020-12 tuples from valibot and zod (prefixItems, not the older items array)', async () => {
+    const catalog = await compiled({
+      'a.valibot': { schema: v.object({ pair: v.tuple([v.string(), v.number()]) }) },
+      'a.zod': { schema: z.object({ pair: z.tuple([z.string(), z.number()]) }) },
+    })
+    for (const topic of ['a.valibot', 'a.zod']) {
+      expect(catalog.get(topic)!.schema, topic).toMatchObject({ properties: { pair: { prefixItems: [{ type: 'string' }, { type: 'number' }] } } })
+      expect(catalog.check(topic, { pair: ['a', 1] }), topic).toBeUndefined()
+      expect(catalog.check(topic, { pair: [1, 'a'] }), topic).toEqual([
+        { path: '.pair.0', message: 'must be string' },
+        { path: '.pair.1', message: 'must be number' },
+      ])
+    }
+  })
+
+  it('checks what is published against a valibot schema that transforms it: its input, not its output', async () => {
+    const catalog = await compiled({ 'a.b': { schema: v.object({ n: v.pipe(v.string(), v.transform(Number), v.number(), v.minValue(5)) }) } })
+    expect(catalog.get('a.b')!.schema).toMatchObject({ properties: { n: { type: 'string' } } })
+    expect(catalog.check('a.b', { n: '7' })).toBeUndefined()
+    expect(catalog.check('a.b', { n: 7 })).toEqual([{ path: '.n', message: 'must be string' }])
+  })
+
+  it('leaves unchecked the parts of a valibot schema JSON Schema cannot express, and checks the rest', async () => {
+    const catalog = await compiled({ 'a.b': { schema: v.object({ at: v.date(), n: v.custom<number>((x) => typeof x === 'number'), id: v.string() }) } })
+    expect(catalog.get('a.b')!.schema).toMatchObject({ properties: { at: {}, n: {}, id: { type: 'string' } }, required: ['at', 'n', 'id'] })
+    expect(catalog.check('a.b', { at: 'anything', n: 'anything', id: 'x' })).toBeUndefined()
+    expect(catalog.check('a.b', { id: 1 })).toEqual([
+      { path: '.at', message: 'required' },
+      { path: '.n', message: 'required' },
+      { path: '.id', message: 'must be string' },
+    ])
+  })
+
   it("uses an arktype schema's own toJsonSchema, and refuses one without it", async () => {
     const jsonSchema = { type: 'object', required: ['id'] }
     const arktype = Object.assign(() => undefined, { '~standard': { version: 1, vendor: 'arktype', validate: (value: unknown) => ({ value }) }, toJsonSchema: () => jsonSchema })
@@ -101,6 +134,14 @@ describe('compileCatalog', () => {
     const bare = { '~standard': { version: 1, vendor: 'arktype', validate: (value: unknown) => ({ value }) } }
     const err = await refusal({ 'a.b': { schema: bare } })
     expect(err.data).toEqual({ 'topics.a.b.schema': 'no JSON Schema converter for "arktype" schemas: give jsonSchema beside the schema' })
+  })
+
+  it("trusts a toJsonSchema method only on arktype schemas, and names only the schema when it also asks for validation", async () => {
+    const foreign = { '~standard': { version: 1, vendor: 'acme-schemas', validate: (value: unknown) => ({ value }) }, toJsonSchema: () => ({ type: 'object' }) }
+    for (const validation of [undefined, 'enforce', 'warn'] as const) {
+      const err = await refusal({ 'a.b': { schema: foreign, validation } })
+      expect(err.data, validation).toEqual({ 'topics.a.b.schema': 'no JSON Schema converter for "acme-schemas" schemas: give jsonSchema beside the schema' })
+    }
   })
 
   it.each([
@@ -130,6 +171,9 @@ describe('compileCatalog', () => {
       'topics.a.b.replaced_by': '"c.d" is not a topic of the catalog',
       'topics.c.e.validation': '"warn" needs a schema',
     })
+    expect(err.message).toBe(
+      'invalid topic catalog: topics.order.*: must be a concrete topic, not a pattern; topics.c.e.validation: "warn" needs a schema; topics.a.b.replaced_by: "c.d" is not a topic of the catalog',
+    )
   })
 
   it('refuses a schema over 256 KiB as JSON, and accepts one just under', async () => {
@@ -149,9 +193,22 @@ describe('compileCatalog', () => {
   })
 
   it('knows the date-time format and the OpenAPI annotation keywords', async () => {
-    const catalog = await compiled({ 'a.b': { schema: { type: 'object', example: { at: '2026-01-01T00:00:00Z' }, properties: { at: { type: 'string', format: 'date-time' } } } } })
+    const annotations = { example: { at: '2026-01-01T00:00:00Z' }, discriminator: { propertyName: 'at' }, xml: { name: 'order' }, externalDocs: { url: 'https://example.com/orders' } }
+    const catalog = await compiled({ 'a.b': { schema: { type: 'object', ...annotations, properties: { at: { type: 'string', format: 'date-time' } } } } })
     expect(catalog.check('a.b', { at: '2026-01-01T00:00:00Z' })).toBeUndefined()
     expect(catalog.check('a.b', { at: 'yesterday' })).toEqual([{ path: '.at', message: 'must match format "date-time"' }])
+  })
+
+  it('accepts schemas that leave types implicit, and tuples without a length bound', async () => {
+    const catalog = await compiled({
+      'a.implicit': { schema: { properties: { n: { minimum: 1 } } } },
+      'a.tuple': { schema: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'number' }] } },
+    })
+    expect(catalog.check('a.implicit', { n: 2 })).toBeUndefined()
+    expect(catalog.check('a.implicit', 'not an object, so nothing to check')).toBeUndefined()
+    expect(catalog.check('a.implicit', { n: 0 })).toEqual([{ path: '.n', message: 'must be >= 1' }])
+    expect(catalog.check('a.tuple', ['a', 1, 'more'])).toBeUndefined()
+    expect(catalog.check('a.tuple', [1])).toEqual([{ path: '.0', message: 'must be string' }])
   })
 })
 

@@ -90,6 +90,29 @@ export function describeAuth(ctx: SuiteContext): void {
       expect((await ctx.api('GET', '/tenants/acme/token', { as: ctx.tokens.acme })).status).toBe(403)
     })
 
+    it("scopes a tenant token's metrics to its tenant: what the admin key sees with filters[tenant_id] naming it", async () => {
+      /** The total count a metrics query answers. */
+      const count = async (path: string, as?: string) => {
+        const res = await ctx.api('GET', path, { as })
+        expect(res.status, JSON.stringify(res.body)).toBe(200)
+        return (res.body.data as { metrics: { count: number } }[]).reduce((sum, row) => sum + row.metrics.count, 0)
+      }
+      // The seeded events are dated 2024-01-01 to 2024-01-05: acme e1 to e4, globex g1.
+      const events = '/metrics/events?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-06T00:00:00Z&measures=count'
+      const acme = await count(`${events}&filters[tenant_id]=acme`)
+      const globex = await count(`${events}&filters[tenant_id]=globex`)
+      expect([acme, globex]).toEqual([4, 1])
+      expect(await count(events)).toBeGreaterThanOrEqual(5)
+      expect(await count(events, ctx.tokens.acme)).toBe(4)
+      expect(await count(events, ctx.tokens.globex)).toBe(1)
+      // Their attempts were made at seeding; only globex's stay as they were (other suites deliver to acme meanwhile).
+      const day = 24 * 3600_000
+      const attempts = `/metrics/attempts?time[start]=${new Date(Date.now() - day).toISOString()}&time[end]=${new Date(Date.now() + day).toISOString()}&measures=count`
+      expect(await count(`${attempts}&filters[tenant_id]=globex`)).toBe(1)
+      expect(await count(attempts)).toBeGreaterThan(1)
+      expect(await count(attempts, ctx.tokens.globex)).toBe(1)
+    })
+
     it('checks credentials before reading the body', async () => {
       const res = await ctx.api('POST', '/publish', { as: null, raw: 'not json', headers: { 'content-type': 'text/plain' } })
       expect(res.status).toBe(401)

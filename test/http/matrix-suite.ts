@@ -142,6 +142,20 @@ export function describeMatrix(ctx: SuiteContext): void {
       expect(served).toEqual(Object.keys(cases).sort())
     })
 
+    it('documents in the OpenAPI document who may call each route, as the server enforces it', async () => {
+      const document = (await ctx.api('GET', '/openapi.json', { as: null })).body as { paths: Record<string, Record<string, { security: unknown; responses: Record<string, unknown> }>> }
+      const adminKey = { adminKey: [] }
+      const tenantToken = { tenantToken: [] }
+      for (const [route, [, own, other, none]] of Object.entries(expectations)) {
+        const [method, path] = route.split(' ') as [string, string]
+        const operation = document.paths[path]![method.toLowerCase()]!
+        const security = none !== 401 ? [] : own === 403 ? [adminKey] : [adminKey, tenantToken]
+        expect(operation.security, route).toEqual(security)
+        if (none === 401) expect(operation.responses, route).toHaveProperty('401')
+        if (own === 403 || other === 403) expect(operation.responses, route).toHaveProperty('403')
+      }
+    })
+
     for (const [route, statuses] of Object.entries(expectations)) {
       const [method, path] = route.split(' ') as [string, string]
       principals.forEach((principal, column) => {

@@ -8,7 +8,6 @@ if (files.length === 0) throw new Error('OUTFLOW_MUTATION_TESTS names no test fi
 export default defineConfig({
   test: {
     include: files,
-    testNamePattern: process.env.OUTFLOW_MUTATION_TEST_NAME || undefined,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,6 +1,6 @@
 import dns from 'node:dns'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { hostFailure, privateEndpointError, privateHostError, resolvePublicHost } from '../../src/net/endpoint-guard.js'
+import { hostChecker, hostFailure, privateEndpointError, privateHostError, resolvePublicHost } from '../../src/net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../../src/net/ssrf.js'
 
 const guarded = { allowPrivateNetworks: false }
@@ -66,6 +66,52 @@ describe('resolvePublicHost', () => {
     vi.spyOn(dns, 'lookup').mockImplementation(((_host: string, _options: object, callback: (err: Error) => void) =>
       callback(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.example'), { code: 'ENOTFOUND' }))) as never)
     await expect(resolvePublicHost('nowhere.example', guarded)).rejects.toMatchObject({ code: 'ENOTFOUND' })
+  })
+})
+
+describe('hostChecker', () => {
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+  /** dns.lookup answering `answer` (addresses, or an error) to every name; the spy counts the look-ups. */
+  function resolver(answer: { address: string; family: number }[] | Error) {
+    return vi.spyOn(dns, 'lookup').mockImplementation(((_host: string, _options: object, callback: (err: Error | null, a?: unknown) => void) =>
+      answer instanceof Error ? callback(answer) : callback(null, answer)) as never)
+  }
+
+  it('refuses a private IP literal on every check without asking DNS, and lets it through when private networks are allowed', async () => {
+    const lookup = resolver([])
+    const check = hostChecker('169.254.169.254', guarded)
+    const failure = { ok: false, error_kind: 'ssrf', error: 'refusing to connect to a private network address (169.254.169.254); set allowPrivateNetworks to allow it' }
+    expect(await check()).toEqual({ failure })
+    expect(await check()).toEqual({ failure })
+    expect(await hostChecker('169.254.169.254', open)()).toEqual({ addresses: undefined })
+    expect(lookup).not.toHaveBeenCalled()
+  })
+
+  it('checks nothing without a host (the SDK service itself), and resolves nothing for a public literal', async () => {
+    const lookup = resolver([])
+    // The shape HostCheck declares, `addresses` present though undefined.
+    expect(await hostChecker(undefined, guarded)()).toStrictEqual({ addresses: undefined })
+    expect(await hostChecker('93.184.216.34', guarded)()).toStrictEqual({ addresses: undefined })
+    expect(lookup).not.toHaveBeenCalled()
+  })
+
+  it('resolves a name on every check, in the family it is given, and refuses it once it resolves to a private address', async () => {
+    const lookup = resolver([{ address: '93.184.216.34', family: 4 }])
+    const check = hostChecker('bus.example.com', guarded, 4)
+    expect(await check()).toEqual({ addresses: [{ address: '93.184.216.34', family: 4 }] })
+    expect(lookup).toHaveBeenLastCalledWith('bus.example.com', expect.objectContaining({ all: true, family: 4 }), expect.any(Function))
+    vi.restoreAllMocks()
+    resolver([{ address: '10.0.0.7', family: 4 }])
+    expect(await check()).toEqual({
+      failure: { ok: false, error_kind: 'ssrf', error: 'refusing to connect to a private network address (bus.example.com resolves to 10.0.0.7); set allowPrivateNetworks to allow it' },
+    })
+  })
+
+  it('is the DNS failure of a name that does not resolve', async () => {
+    resolver(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.example'), { code: 'ENOTFOUND' }))
+    expect(await hostChecker('nowhere.example', guarded)()).toEqual({ failure: { ok: false, error_kind: 'dns', error: 'could not resolve nowhere.example: ENOTFOUND' } })
   })
 })
 

@@ -50,6 +50,7 @@ describe('webhookSecretProblem', () => {
 
   it.each([
     ['no prefix', Buffer.alloc(32, 9).toString('base64'), 'must be "whsec_" followed by base64'],
+    ['text before the prefix', `x${secretOf(32)}`, 'must be "whsec_" followed by base64'],
     ['only the prefix', 'whsec_', 'must be "whsec_" followed by base64'],
     ['base64url characters', `whsec_${'-_'.repeat(16)}`, 'must be "whsec_" followed by base64'],
     ['a length that is no base64', `${secretOf(32).slice(0, -1)}`, 'must be "whsec_" followed by base64'],

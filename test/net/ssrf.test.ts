@@ -97,6 +97,25 @@ describe('isPrivateAddress', () => {
     expect(isPrivateAddress(allowed)).toBe(false)
   })
 
+  it('judges an IPv4 address written inside IPv6 by all of its digits', () => {
+    // Multi-digit parts in every position of the dotted quad: a public address stays public, a private one private.
+    for (const ip of ['::ffff:93.184.216.34', '64:ff9b::93.184.216.34', '::ffff:0:93.184.216.34']) expect(isPrivateAddress(ip), ip).toBe(false)
+    for (const ip of ['::ffff:192.168.100.200', '::ffff:172.31.255.255', '64:ff9b::100.127.255.255']) expect(isPrivateAddress(ip), ip).toBe(true)
+  })
+
+  it('refuses what only looks like IPv6 (fail closed), though its groups would read as a public address', () => {
+    for (const ip of ['2606:4700:4700::1111x', '2606:4700:4700::11111', '12345::1', '2606:4700:4700:0:0:0:0:1111:0']) expect(isPrivateAddress(ip), ip).toBe(true)
+  })
+
+  it('judges the address, whatever zone id it carries', () => {
+    expect(isPrivateAddress('2606:4700:4700::1111%eth0')).toBe(false)
+    expect(isPrivateAddress('2606:4700:4700::1111%eth0.100')).toBe(false)
+    expect(isPrivateAddress('fe80::1%eth0.100')).toBe(true)
+    // Zone ids may hold colons and dots: none of it is read as part of the address.
+    expect(isPrivateAddress('::ffff:7f00:1%a:b')).toBe(true)
+    expect(isPrivateAddress('::ffff:808:808%1.2.3.4')).toBe(false)
+  })
+
   it('reads the zone id off a link-local address and every form of IPv6 zero compression', () => {
     expect(isPrivateAddress('fe80::1%25eth0')).toBe(true)
     expect(isPrivateAddress('2606:4700:4700:0:0:0:0:1111')).toBe(false)
@@ -113,6 +132,8 @@ describe('ipLiteral', () => {
     expect(ipLiteral('::1')).toBe('::1')
     expect(ipLiteral('[::1')).toBeNull()
     expect(ipLiteral('::1]')).toBeNull()
+    expect(ipLiteral('1::1]')).toBeNull()
+    expect(ipLiteral('[1::1')).toBeNull()
     expect(ipLiteral('[10.0.0.1]')).toBe('10.0.0.1')
     expect(ipLiteral('10.0.0.1')).toBe('10.0.0.1')
     expect(ipLiteral('localhost')).toBeNull()
@@ -134,8 +155,10 @@ function lookup(hostname: string, options: { all?: boolean } = {}): Promise<Look
 
 describe('guardedLookup', () => {
   it('refuses a name that resolves to loopback, with code ERR_OUTFLOW_SSRF', async () => {
-    const { err } = await lookup('localhost')
-    expect(err?.code).toBe(SSRF_ERROR_CODE)
+    const { err, address } = await lookup('localhost')
+    expect(SSRF_ERROR_CODE).toBe('ERR_OUTFLOW_SSRF')
+    expect(err?.code).toBe('ERR_OUTFLOW_SSRF')
+    expect(address).toBe('')
     expect(err?.message).toMatch(/localhost resolves to (127\.0\.0\.1|::1)/)
   })
 
@@ -173,8 +196,9 @@ describe('guardedLookup', () => {
         { address: '93.184.216.34', family: 4 },
         { address: '10.1.2.3', family: 4 },
       ])
-      const { err } = await lookup('rebind.example')
+      const { err, address } = await lookup('rebind.example')
       expect(err?.code).toBe(SSRF_ERROR_CODE)
+      expect(address).toBe('')
       expect(err?.message).toBe('refusing to connect to a private network address (rebind.example resolves to 10.1.2.3); set allowPrivateNetworks to allow it')
     })
 
@@ -199,12 +223,24 @@ describe('guardedLookup', () => {
 
     it('passes a resolver error on, and an empty answer as ENOTFOUND', async () => {
       resolver([], Object.assign(new Error('getaddrinfo EAI_AGAIN x.example'), { code: 'EAI_AGAIN' }))
-      expect((await lookup('x.example')).err?.code).toBe('EAI_AGAIN')
+      const failed = await lookup('x.example')
+      expect(failed.err?.code).toBe('EAI_AGAIN')
+      expect(failed.address).toBe('')
       vi.restoreAllMocks()
       resolver([])
-      const { err } = await lookup('empty.example')
+      const { err, address } = await lookup('empty.example')
       expect(err?.code).toBe('ENOTFOUND')
       expect(err?.message).toBe('no address for empty.example')
+      expect(address).toBe('')
+    })
+
+    it('takes null or undefined options as none', async () => {
+      const spy = resolver([{ address: '93.184.216.34', family: 4 }])
+      for (const options of [null, undefined]) {
+        const outcome = await new Promise<LookupOutcome>((resolve) => guardedLookup('public.example', options as never, (err, address, family) => resolve({ err, address, family })))
+        expect(outcome).toEqual({ err: null, address: '93.184.216.34', family: 4 })
+        expect(spy).toHaveBeenLastCalledWith('public.example', { all: true }, expect.any(Function))
+      }
     })
   })
 
