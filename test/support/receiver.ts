@@ -69,3 +69,23 @@ export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000
     await new Promise((r) => setTimeout(r, 20))
   }
 }
+
+/**
+ * Poll `count` until it reaches `target`, failing only when it stops growing for `stallMs`: a throughput test on
+ * a loaded machine is slow, not wrong, so the bound is on a stall (work that never happens), not on the total time.
+ */
+export async function waitForProgress(count: () => number | Promise<number>, target: number, what: string, stallMs = 60_000): Promise<void> {
+  let best = -1
+  let movedAt = Date.now()
+  for (;;) {
+    const value = await count()
+    if (value >= target) return
+    if (value > best) {
+      best = value
+      movedAt = Date.now()
+    } else if (Date.now() - movedAt > stallMs) {
+      throw new Error(`timed out waiting for ${what}: stuck at ${value} of ${target} for ${stallMs / 1000} s`)
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
