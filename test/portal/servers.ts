@@ -78,7 +78,7 @@ export async function startExpressServer(storageName: StorageName, options: Part
   let outflow: Outflow | undefined
   try {
     outflow = await createOutflow({
-      storage: storage.url ? postgres({ url: storage.url, max: 4 }) : sqlite({ path: storage.path! }),
+      storage: storage.url ? postgres({ url: storage.url, max: 4, requestTimeoutMs: 10_000 }) : sqlite({ path: storage.path! }),
       apiKey,
       jwtSecret: 'express-jwt-secret-0123456789',
       encryptionKey: 'express-encryption-key-0123456789',
