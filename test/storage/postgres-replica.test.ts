@@ -143,6 +143,26 @@ describe.runIf(replicaAvailable)('Postgres read replica: postgres({ url, readUrl
     expect(log.about('read replica unavailable')).toHaveLength(1)
   }, 120_000)
 
+  it('answers listings from the primary when the replica accepts connections but does not answer (SIGSTOP): after the callers\' bound, not with a 503', async () => {
+    const log = recordingLogger()
+    const outflow = await engine({}, log.logger)
+    await tenantWithHook(outflow, 'silent')
+    await publishDelivered(outflow, 'silent', 's1')
+    await standby.caughtUp()
+    expect(await listed(outflow, 'silent')).toEqual(['s1'])
+    standby.signal('SIGSTOP')
+    try {
+      await publishDelivered(outflow, 'silent', 's2')
+      // The replica's connection is open and silent: the read waits out the callers' bound (requestTimeoutMs), then asks the primary.
+      expect(await listed(outflow, 'silent')).toEqual(['s1', 's2'])
+      expect(await attemptCount(outflow, 'silent')).toBe(2)
+      expect(log.about('read replica unavailable')).toHaveLength(1)
+      expect(log.about('read replica unavailable')[0]!.fields).toMatchObject({ error: { message: 'storage unavailable: no answer within 3000 ms' } })
+    } finally {
+      standby.signal('SIGCONT')
+    }
+  }, 90_000)
+
   it('with maxReplicaLagMs, reads from the primary while the replica is further behind (logged once), and from the replica once it caught up', async () => {
     const log = recordingLogger()
     const outflow = await engine({ maxReplicaLagMs: 50 }, log.logger)

@@ -42,7 +42,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Every descendant of `pid` (the postmaster's backends and auxiliary processes), from /proc. */
-function descendants(pid: number): number[] {
+export function descendants(pid: number): number[] {
   const parents = new Map<number, number[]>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue

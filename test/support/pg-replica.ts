@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import postgres from 'postgres'
-import { clusterAvailable, clusterUser, freePort, postgresBin, type Cluster } from './pg-cluster.js'
+import { clusterAvailable, clusterUser, descendants, freePort, postgresBin, type Cluster } from './pg-cluster.js'
 import { waitFor } from './receiver.js'
 import { requireServices } from './services.js'
 
@@ -71,7 +71,17 @@ export async function startStandby(primary: Cluster) {
       await pgCtl('-m', 'fast', '-w', 'stop')
     },
     start,
+    /** SIGSTOP (`'SIGSTOP'`) or SIGCONT the standby's postmaster and every process of it: paused, connections stay open and nothing answers. */
+    signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+      const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+      for (const pid of [postmaster, ...descendants(postmaster)]) process.kill(pid, signal)
+    },
     async remove(): Promise<void> {
+      try {
+        this.signal('SIGCONT')
+      } catch {
+        // Not running.
+      }
       await pgCtl('-m', 'immediate', '-w', 'stop').catch(() => undefined)
       rmSync(dir, { recursive: true, force: true })
     },
