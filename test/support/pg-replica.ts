@@ -63,7 +63,8 @@ export async function startStandby(primary: Cluster) {
     /** Wait until the standby has applied everything the primary had written when this was called. */
     async caughtUp(): Promise<void> {
       const sql = postgres(primary.url, { max: 1, onnotice: () => {} })
-      const [{ lsn }] = await sql<[{ lsn: string }]>`select pg_current_wal_lsn()::text as lsn`.finally(() => sql.end())
+      // The insert position: attempt results commit with synchronous_commit off, so their commit record may not be written yet.
+      const [{ lsn }] = await sql<[{ lsn: string }]>`select pg_current_wal_insert_lsn()::text as lsn`.finally(() => sql.end())
       await waitFor(() => admin((s) => s`select pg_last_wal_replay_lsn() >= ${lsn}::pg_lsn as done`.then(([row]) => row!.done)), 30_000, `standby replayed up to ${lsn}`)
     },
     /** `pg_ctl stop -m fast`: connections are refused until `start()`. */
