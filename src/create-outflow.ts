@@ -18,7 +18,7 @@ export async function createOutflow<const T extends TopicsOption | undefined = u
   // Before storage opens: an invalid catalog is refused without touching the database.
   const catalog = await compileCatalog(resolved.catalog)
   const telemetry = new Telemetry(await loadOpenTelemetry(), resolved.telemetry)
-  const storage = typeof options.storage === 'function' ? await options.storage() : options.storage
+  const storage = typeof options.storage === 'function' ? await options.storage({ logger: resolved.logger }) : options.storage
   let outflow: Outflow<T>
   try {
     outflow = new Outflow<T>(storage, resolved, { createHandler: createHttpHandler, telemetry, catalog })

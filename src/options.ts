@@ -7,7 +7,7 @@ import { TopicDefinitionSchema, type TopicsOption } from './model/topic.js'
 import { stderrLogger, type Logger } from './logger.js'
 import { parseSigningSecret } from './net/ed25519.js'
 import { parseProxyUrl } from './net/proxy.js'
-import type { Storage } from './storage/storage.js'
+import type { Storage, StorageContext } from './storage/storage.js'
 
 export type { Logger }
 
@@ -177,7 +177,7 @@ export type OutflowOptions = Omit<v.InferInput<typeof OptionsSchema>, 'topics'> 
    */
   topics?: TopicsOption
   /** `sqlite({ path })`, `postgres({ url })`, or any Storage implementation. */
-  storage: Storage | (() => Promise<Storage>)
+  storage: Storage | ((context: StorageContext) => Promise<Storage>)
   /** A pino-compatible logger (`info(fields, message)`); without one, warnings and errors go to stderr. */
   logger?: Logger
 }

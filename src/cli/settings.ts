@@ -5,7 +5,7 @@ import { errorFields } from '../logger.js'
 import { issuesToData } from '../model/common.js'
 import { OptionsSchema, RetentionInputSchema, SigningInputSchema, type OutflowOptions } from '../options.js'
 import { schemaNamePattern } from '../storage/schema/postgres.js'
-import type { Storage } from '../storage/storage.js'
+import type { Storage, StorageContext } from '../storage/storage.js'
 import { readTopicsFile } from './topics-file.js'
 
 /** How an environment variable's text is read. */
@@ -30,6 +30,9 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_POSTGRES_TIMEOUT_MS', 'postgres.timeoutMs', 'integer'),
   variable('OUTFLOW_POSTGRES_REQUEST_TIMEOUT_MS', 'postgres.requestTimeoutMs', 'integer'),
   variable('OUTFLOW_POSTGRES_SCHEMA', 'postgres.schema'),
+  variable('OUTFLOW_POSTGRES_READ_URL', 'postgres.readUrl'),
+  variable('OUTFLOW_POSTGRES_READ_MAX', 'postgres.readMax', 'integer'),
+  variable('OUTFLOW_POSTGRES_MAX_REPLICA_LAG_MS', 'postgres.maxReplicaLagMs', 'integer'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -86,6 +89,8 @@ export const variables: readonly Variable[] = [
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`))
 
+const postgresUrl = v.pipe(v.string('must be a string'), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL'))
+
 /** The CLI's settings: the engine's options (its own schema) and where the data lives, the HTTP server, the log level. */
 export const SettingsSchema = v.pipe(
   v.object({
@@ -95,7 +100,10 @@ export const SettingsSchema = v.pipe(
     signing: SigningInputSchema,
     postgres: v.optional(
       v.object({
-        url: v.pipe(v.string('must be a string'), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),
+        url: postgresUrl,
+        readUrl: v.optional(postgresUrl),
+        readMax: v.optional(integer(1)),
+        maxReplicaLagMs: v.optional(integer(1)),
         max: v.optional(integer(1)),
         timeoutMs: v.optional(integer(1)),
         requestTimeoutMs: v.optional(integer(1)),
@@ -273,7 +281,7 @@ export function engineOptions(settings: Settings): Omit<OutflowOptions, 'storage
 
 export interface StorageTarget {
   kind: 'postgres' | 'sqlite'
-  open: () => Promise<Storage>
+  open: (context?: StorageContext) => Promise<Storage>
   /** The SQLite path, or the Postgres URL without its password. */
   where: string
 }
@@ -284,7 +292,7 @@ export function storageOf(settings: Settings): StorageTarget {
   if (postgres) {
     const url = new URL(postgres.url)
     url.password = url.password ? '***' : ''
-    const open = async () => (await storageModule(() => import('../storage/postgres.js'), 'postgres', 'Postgres storage')).postgres(postgres)()
+    const open = async (context?: StorageContext) => (await storageModule(() => import('../storage/postgres.js'), 'postgres', 'Postgres storage')).postgres(postgres)(context)
     return { kind: 'postgres', open, where: url.toString() }
   }
   const options = settings.sqlite ?? { path: './outflow.db' }

@@ -40,7 +40,8 @@ function driverError(err: unknown): unknown {
   return error
 }
 
-function codeOf(err: unknown): string | undefined {
+/** The error's SQLSTATE or postgres.js code, under drizzle's wrapper. */
+export function codeOf(err: unknown): string | undefined {
   const code = (driverError(err) as { code?: unknown } | null)?.code
   return typeof code === 'string' ? code : undefined
 }

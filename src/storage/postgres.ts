@@ -13,13 +13,14 @@ import { CommitWatch, commitStatuses } from './postgres-commit-watch.js'
 import { insertEventsInTransaction, outboxChecks, serverStartedSql, type OutboxContext, type ServerIdentity } from './postgres-outbox.js'
 import { PublishTargetCache, targetsReader } from './postgres-publish-targets.js'
 import { postgresQueue } from './postgres-queue.js'
+import { checkedReplicaOptions, readingFromReplica, replicaLag, ReplicaRouter, type ReplicaOptions } from './postgres-replica.js'
 import { createSqlStorage } from './sql-storage.js'
-import type { Storage } from './storage.js'
+import type { Storage, StorageContext } from './storage.js'
 
 export { postgresTables } from './schema/postgres.js'
 
-/** The Postgres storage's server, pool, time bounds and schema. */
-export interface PostgresOptions {
+/** The Postgres storage's server, pool, time bounds and schema, and a read replica (see ReplicaOptions). */
+export interface PostgresOptions extends ReplicaOptions {
   /** `postgres://user:pass@host:5432/db` */
   url: string
   /** Pool size (default 10). */
@@ -86,20 +87,22 @@ type Lifecycle = Parameters<typeof createSqlStorage>[1]
  *
  * @example
  * const outflow = await createOutflow({ storage: postgres({ url: process.env.DATABASE_URL! }) })
+ * // Listings and metrics from a streaming replica (eventually consistent; see docs/scaling.md › Read replica):
+ * postgres({ url: process.env.DATABASE_URL!, readUrl: process.env.DATABASE_REPLICA_URL })
  */
-export function postgres(options: PostgresOptions): () => Promise<Storage> {
-  return async () => {
+export function postgres(options: PostgresOptions): (context?: StorageContext) => Promise<Storage> {
+  return async (context) => {
+    checkedReplicaOptions(options)
     const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres', 'Postgres storage')
     // drizzle's driver module imports postgres itself: loaded after it, so a missing driver is the error above.
     // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
     const { drizzle } = await importPeer<typeof import('drizzle-orm/postgres-js')>('drizzle-orm/postgres-js')
     const timeoutMs = options.timeoutMs ?? 10_000
     const schemaName = checkedSchemaName(options.schema ?? 'public')
-    const client = connectPool(connect, options, timeoutMs)
-    const db = drizzle({ client }) as unknown as Db
-    // After drizzle, which sets timestamptz to come as text and reads it with `new Date(text)`:
-    // wrong for years 1–99 (see postgres-timestamps.ts). A Date from the parser is taken as it is.
-    client.options.parsers[timestamptzOid] = parseTimestamptz
+    const { client, db } = openPool(connect, drizzle, options, timeoutMs)
+    // Connected on its first read: an engine starts while its replica is down (reads go to the primary meanwhile).
+    const replica = options.readUrl ? openPool(connect, drizzle, { ...options, url: options.readUrl, max: options.readMax ?? options.max }, timeoutMs) : undefined
+    const router = new ReplicaRouter(options.maxReplicaLagMs, context?.logger)
     const tables = qualifiedPostgresTables(schemaName)
     const workChannel = workChannelOf(schemaName)
     const bounded = boundBy(timeoutMs)
@@ -113,7 +116,7 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
       migrate: () => migratePostgres(connect, drizzle, options.url, schemaName),
       async close() {
         commits.close()
-        await client.end({ timeout: 5 })
+        await Promise.all([client.end({ timeout: 5 }), replica?.client.end({ timeout: 5 })])
       },
       lockPruner: () => lockPruner(client, pruneLockKey + schemaLockOffset(schemaName)),
       async onWork(listener) {
@@ -127,7 +130,10 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     const storageBoundBy = (bound: Bound): Storage => {
       const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = postgresQueue(tables, driver, bound)
       const context = sqlContext(db, { tables, hotPath, workChannel }, bound)
-      return { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases }
+      const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases }
+      if (!replica) return storage
+      const fromReplica = createSqlStorage(sqlContext(replica.db, { tables, hotPath, workChannel }, bound), lifecycle)
+      return readingFromReplica(storage, fromReplica, router, () => bound(() => replicaLag(replica.client)))
     }
     // Not enumerable: a storage a host or a test wraps with `{ ...storage, … }` keeps one bound for every call,
     // rather than the callers' calls bypassing the wrapper.
@@ -142,6 +148,16 @@ function checkedSchemaName(schemaName: string): string {
       data: { schema: 'must be lower-case letters, digits and _, starting with a letter or _' },
     })
   return schemaName
+}
+
+/** A pool with its drizzle database (the primary's, or the replica's at `options.url`). */
+function openPool(connect: typeof PostgresJs, drizzle: typeof import('drizzle-orm/postgres-js').drizzle, options: PostgresOptions, timeoutMs: number) {
+  const client = connectPool(connect, options, timeoutMs)
+  const db = drizzle({ client }) as unknown as Db
+  // After drizzle, which sets timestamptz to come as text and reads it with `new Date(text)`:
+  // wrong for years 1–99 (see postgres-timestamps.ts). A Date from the parser is taken as it is.
+  client.options.parsers[timestamptzOid] = parseTimestamptz
+  return { client, db }
 }
 
 /** The engine's connection pool. */

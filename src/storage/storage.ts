@@ -1,3 +1,4 @@
+import type { Logger } from '../logger.js'
 import type { RateLimit } from '../model/delivery-settings.js'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { JsonObject } from '../model/common.js'
@@ -11,6 +12,12 @@ export type { TenantRecord, TenantSummary, TenantListRequest, DestinationRecord,
 export type { EventRecord, NewDelivery, NewEventWithDeliveries, InsertEventResult, HostConnection, DeliveryStatus, ClaimRequest, ClaimedDelivery, AttemptRecord, AttemptWrite, DestinationStreak, EventListRequest, EventRow, TokensTaken, QueueStats } from './delivery-records.js'
 export type { MetricsWindow, EventMetricsRequest, AttemptMetricsRequest, MetricsRow, EventMetricsRow, AttemptMetricsRow, PruneRequest, PruneBatch } from './operations-records.js'
 export type { NewReplayJob, ReplayJobRecord, ReplayJobStatus, ReplaySelect, ReplayStep, ReplayStepRequest } from './replay-records.js'
+
+/** What `createOutflow` hands a storage factory (`storage: postgres({ url })` is one): the engine's logger. */
+export interface StorageContext {
+  /** Where the storage logs what the host should know (e.g. a read replica that stopped answering). */
+  logger: Logger
+}
 
 /**
  * The storage port: one domain-named method per job, each with one transaction boundary.

@@ -69,6 +69,12 @@ describe('outflow settings', () => {
     })
   })
 
+  it('reads a read replica of the database, its pool size and lag bound, and names a bad URL', () => {
+    const env = { DATABASE_URL: 'postgres://db.example/shop', OUTFLOW_POSTGRES_READ_URL: 'postgres://replica.example/shop', OUTFLOW_POSTGRES_READ_MAX: '4', OUTFLOW_POSTGRES_MAX_REPLICA_LAG_MS: '5000' }
+    expect(readSettings({ env }).settings.postgres).toEqual({ url: 'postgres://db.example/shop', readUrl: 'postgres://replica.example/shop', readMax: 4, maxReplicaLagMs: 5000 })
+    expect(settingsError({ ...env, OUTFLOW_POSTGRES_READ_URL: 'replica.example' }).data).toEqual({ OUTFLOW_POSTGRES_READ_URL: 'must be a postgres:// or postgresql:// URL' })
+  })
+
   it('keeps the retention window as text for createOutflow, and names a bad one', async () => {
     const { settings } = readSettings({ env: { OUTFLOW_RETENTION_EVENTS: '30d', OUTFLOW_RETENTION_BATCH_SIZE: '250' } })
     expect(settings.retention).toEqual({ events: '30d', batchSize: 250, intervalMs: 60_000 })

@@ -23,7 +23,7 @@ export const clusterAvailable = postgresBin !== undefined
 if (!clusterAvailable) console.warn('[outflow tests] no PostgreSQL binaries under /usr/lib/postgresql: skipping the fault suites')
 
 /** initdb refuses to run as root: as root the cluster belongs to the `postgres` system user. */
-function clusterUser(): { uid: number; gid: number } | undefined {
+export function clusterUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
@@ -33,7 +33,7 @@ function clusterUser(): { uid: number; gid: number } | undefined {
   return { uid: Number(uid), gid: Number(gid) }
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
@@ -42,7 +42,7 @@ async function freePort(): Promise<number> {
 }
 
 /** Every descendant of `pid` (the postmaster's backends and auxiliary processes), from /proc. */
-function descendants(pid: number): number[] {
+export function descendants(pid: number): number[] {
   const parents = new Map<number, number[]>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
