@@ -16,7 +16,7 @@ import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 type Database = Awaited<ReturnType<typeof createTestDatabase>>
 
-describe.runIf(postgresAvailable && pgbouncerAvailable)('engines through PgBouncer in transaction mode', () => {
+describe.runIf(postgresAvailable && pgbouncerAvailable())('engines through PgBouncer in transaction mode', () => {
   let bouncer: PgBouncer
   const cleanups: (() => Promise<unknown>)[] = []
   beforeAll(async () => {

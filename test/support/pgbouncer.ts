@@ -10,13 +10,16 @@ import { pgUrl, requireServices } from './services.js'
 /** Debian's pgbouncer binary, or undefined. */
 export const pgbouncerBin: string | undefined = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p))
 
-/** True when pgbouncer is installed; throws under OUTFLOW_REQUIRE_SERVICES=1 when it is not. Use with describe.runIf. */
-export const pgbouncerAvailable: boolean = (() => {
+/**
+ * True when pgbouncer is installed; throws under OUTFLOW_REQUIRE_SERVICES=1 when it is not. Use with describe.runIf.
+ * A function, so only the suites that ask fail (test/support/storages.ts is imported by many).
+ */
+export function pgbouncerAvailable(): boolean {
   if (pgbouncerBin) return true
   if (requireServices) throw new Error('pgbouncer is required (OUTFLOW_REQUIRE_SERVICES=1) but not installed: apt-get install pgbouncer')
   console.warn('[outflow tests] pgbouncer not installed: skipping the pooled Postgres suites')
   return false
-})()
+}
 
 /** pgbouncer refuses to run as root: as root it runs as the `postgres` system user. */
 function bouncerUser(): { uid: number; gid: number } | undefined {

@@ -75,7 +75,7 @@ export function pgbouncerKind(): StorageKind {
   let bouncer: Promise<PgBouncer> | undefined
   return {
     name: 'postgres through pgbouncer',
-    available: postgresAvailable && pgbouncerAvailable,
+    available: postgresAvailable && pgbouncerAvailable(),
     open: async () => {
       const db = await createTestDatabase()
       dbs.push(db)
