@@ -1,5 +1,6 @@
 import type PostgresJs from 'postgres'
 import { OutflowError } from '../errors.js'
+import { reconnectDelaySeconds } from './postgres-faults.js'
 
 // Postgres behind a transaction pooler (PgBouncer `pool_mode = transaction`): each transaction, or each statement
 // outside one, runs on whichever server connection the pooler hands out. What needs a session of its own (LISTEN,
@@ -107,6 +108,7 @@ export function sessionConnection(connect: typeof PostgresJs, pool: PostgresJs.S
           max: 1,
           onnotice: () => {},
           connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+          backoff: reconnectDelaySeconds,
           connection: { application_name: 'outflow', statement_timeout: timeoutMs },
         }))
       : pool
