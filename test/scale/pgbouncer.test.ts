@@ -104,6 +104,9 @@ describe.runIf(postgresAvailable && pgbouncerAvailable())('engines through PgBou
     expect([...new Set(listed.models.map((e) => e.id))].sort()).toEqual(Array.from({ length: 200 }, (_, n) => `ev-${n}`).sort())
 
     // A replay of the plain destination's successes sends each recent event again.
+    // (once every success is recorded: results are written in batches after the receiver answers)
+    const recorded = async () => (await outflow.listEvents('t', { limit: 1000, destination_id: 'plain', status: 'success' })).models.length
+    await waitFor(async () => (await recorded()) === 200, 30_000, 'the plain successes recorded')
     const job = await outflow.replayDestination('t', 'plain', { since: new Date(Date.now() - 3_600_000).toISOString(), status: 'success' })
     expect(job.matched).toBe(200)
     await waitFor(async () => (await outflow.getReplay('t', 'plain', job.id)).status === 'completed', 60_000, 'the replay')
@@ -154,7 +157,10 @@ describe.runIf(postgresAvailable && pgbouncerAvailable())('engines through PgBou
       throw new Error('roll back')
     })).rejects.toThrow('roll back')
     await waitFor(() => receiver.on('/d').length === 20, 30_000, 'the committed publishes delivered')
-    expect((await outflow.listEvents('h', { limit: 100 })).models.map((e) => e.id).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `o${i}`).sort())
+    // An event is listed from its first attempt on: the results are written in batches after the receiver answers.
+    const listed = async () => (await outflow.listEvents('h', { limit: 100 })).models.map((e) => e.id).sort()
+    await waitFor(async () => (await listed()).length === 20, 30_000, 'the attempts recorded')
+    expect(await listed()).toEqual(Array.from({ length: 20 }, (_, i) => `o${i}`).sort())
   }, 60_000)
 
   it("the pooled pool's settings answer a statement with parameters sent while one without is in flight on the same connection", async () => {
