@@ -33,6 +33,8 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_POSTGRES_READ_URL', 'postgres.readUrl'),
   variable('OUTFLOW_POSTGRES_READ_MAX', 'postgres.readMax', 'integer'),
   variable('OUTFLOW_POSTGRES_MAX_REPLICA_LAG_MS', 'postgres.maxReplicaLagMs', 'integer'),
+  variable('OUTFLOW_POSTGRES_LISTEN_URL', 'postgres.listenUrl'),
+  variable('OUTFLOW_POSTGRES_POOLER', 'postgres.pooler'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -108,6 +110,8 @@ export const SettingsSchema = v.pipe(
         timeoutMs: v.optional(integer(1)),
         requestTimeoutMs: v.optional(integer(1)),
         schema: v.optional(v.pipe(v.string('must be a string'), v.regex(schemaNamePattern, 'must be lower-case letters, digits and _ (at most 50), starting with a letter or _'))),
+        listenUrl: v.optional(postgresUrl),
+        pooler: v.optional(v.picklist(['transaction'], 'must be transaction')),
       }),
     ),
     sqlite: v.optional(

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type PostgresJs from 'postgres'
+import type { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { OutflowError } from '../errors.js'
 import { importPeer, loadPeer } from '../load-peer.js'
 import { migratePostgres } from './postgres-migrate.js'
@@ -14,6 +15,7 @@ import { insertEventsInTransaction, outboxChecks, serverStartedSql, type OutboxC
 import { PublishTargetCache, targetsReader } from './postgres-publish-targets.js'
 import { postgresQueue } from './postgres-queue.js'
 import { checkedReplicaOptions, readingFromReplica, replicaLag, ReplicaRouter, type ReplicaOptions } from './postgres-replica.js'
+import { checkedRoute, poolSettings, sessionConnection, type PostgresRoute } from './postgres-pooler.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage, StorageContext } from './storage.js'
 
@@ -43,6 +45,25 @@ export interface PostgresOptions extends ReplicaOptions {
    * `__outflow_migrations` table. Put Outflow beside your own tables in your database (one schema each).
    */
   schema?: string
+  /**
+   * A direct connection to the same database (`postgres://…`, not through a pooler) for what needs a session of its
+   * own: LISTEN for work published by other instances, the pruners' advisory lock, and `migrate()`. Required with
+   * `pooler: 'transaction'`; without a pooler it is optional (the pool's connections do it). One connection for
+   * LISTEN, one more while a pruning pass holds the lock.
+   */
+  listenUrl?: string
+  /**
+   * `'transaction'`: `url` is a pooler in transaction mode (PgBouncer `pool_mode = transaction`), which hands each
+   * transaction to any server connection. The engine then uses unnamed statements (no named prepared statements),
+   * sends statements one at a time per connection, runs transactions on a second pool of `max` connections to the
+   * pooler, and passes only `application_name` and `TimeZone` at connect: set `statement_timeout` for the role or
+   * database instead (docs/scaling.md › Through PgBouncer). Needs `listenUrl`. Leave it out for a session-mode pooler
+   * or a direct connection.
+   *
+   * @example
+   * postgres({ url: 'postgres://app@pgbouncer:6432/app', listenUrl: 'postgres://app@db:5432/app', pooler: 'transaction' })
+   */
+  pooler?: 'transaction'
 }
 
 /**
@@ -99,9 +120,12 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
     const { drizzle } = await importPeer<typeof import('drizzle-orm/postgres-js')>('drizzle-orm/postgres-js')
     const timeoutMs = options.timeoutMs ?? 10_000
     const schemaName = checkedSchemaName(options.schema ?? 'public')
-    const { client, db } = openPool(connect, drizzle, options, timeoutMs)
+    const route = checkedRoute(options)
+    const { client, db, txDb, end } = connectPools(connect, drizzle, options, route, timeoutMs)
+    const session = sessionConnection(connect, client, route, timeoutMs)
     // Connected on its first read: an engine starts while its replica is down (reads go to the primary meanwhile).
-    const replica = options.readUrl ? openPool(connect, drizzle, { ...options, url: options.readUrl, max: options.readMax ?? options.max }, timeoutMs) : undefined
+    // Behind a transaction pooler the replica's pool takes the pool's statement settings: it may be pooled too.
+    const replica = options.readUrl ? openPool(connect, drizzle, { ...options, url: options.readUrl, max: options.readMax ?? options.max }, route, timeoutMs) : undefined
     const router = new ReplicaRouter(options.maxReplicaLagMs, context?.logger)
     const tables = qualifiedPostgresTables(schemaName)
     const workChannel = workChannelOf(schemaName)
@@ -113,26 +137,24 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
     const outbox = outboxContext({ client, tables, schemaName, commits, bounded, forCaller })
     const lifecycle: Lifecycle = {
       insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
-      migrate: () => migratePostgres(connect, drizzle, options.url, schemaName),
+      // On the direct connection: the migration lock is a session lock, and the migration's search_path a startup parameter.
+      migrate: () => migratePostgres(connect, drizzle, route.directUrl, schemaName),
       async close() {
         commits.close()
-        await Promise.all([client.end({ timeout: 5 }), replica?.client.end({ timeout: 5 })])
+        await Promise.all([end(), session.close(), replica?.client.end({ timeout: 5 })])
       },
-      lockPruner: () => lockPruner(client, pruneLockKey + schemaLockOffset(schemaName)),
-      async onWork(listener) {
-        // postgres.js listens again on a new connection when its connection closes; onlisten runs each time.
-        const { unlisten } = await client.listen(workChannel, () => listener(), () => listener())
-        return unlisten
-      },
+      lockPruner: () => session.lockPruner(pruneLockKey + schemaLockOffset(schemaName)),
+      onWork: (listener) => session.listen(workChannel, listener),
     }
     const hotPath = postgresHotPath(tables)
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
       const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = postgresQueue(tables, driver, bound)
-      const context = sqlContext(db, { tables, hotPath, workChannel }, bound)
+      const context = sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound)
       const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases }
       if (!replica) return storage
-      const fromReplica = createSqlStorage(sqlContext(replica.db, { tables, hotPath, workChannel }, bound), lifecycle)
+      // Listings and metrics only: single statements, no transaction.
+      const fromReplica = createSqlStorage(sqlContext({ db: replica.db, txDb: replica.db }, { tables, hotPath, workChannel }, bound), lifecycle)
       return readingFromReplica(storage, fromReplica, router, () => bound(() => replicaLag(replica.client)))
     }
     // Not enumerable: a storage a host or a test wraps with `{ ...storage, … }` keeps one bound for every call,
@@ -150,9 +172,15 @@ function checkedSchemaName(schemaName: string): string {
   return schemaName
 }
 
-/** A pool with its drizzle database (the primary's, or the replica's at `options.url`). */
-function openPool(connect: typeof PostgresJs, drizzle: typeof import('drizzle-orm/postgres-js').drizzle, options: PostgresOptions, timeoutMs: number) {
-  const client = connectPool(connect, options, timeoutMs)
+/** A pool with its drizzle database (the primary's, or the replica's at `options.url`), for statements or for transactions (see poolSettings). */
+function openPool(connect: typeof PostgresJs, drizzle: typeof drizzlePostgres, options: PostgresOptions, route: PostgresRoute, timeoutMs: number, purpose: 'statements' | 'transactions' = 'statements') {
+  const client = connect(options.url, {
+    max: options.max ?? 10,
+    onnotice: () => {},
+    connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    backoff: reconnectDelaySeconds,
+    ...poolSettings(route, timeoutMs, purpose),
+  })
   const db = drizzle({ client }) as unknown as Db
   // After drizzle, which sets timestamptz to come as text and reads it with `new Date(text)`:
   // wrong for years 1–99 (see postgres-timestamps.ts). A Date from the parser is taken as it is.
@@ -160,26 +188,23 @@ function openPool(connect: typeof PostgresJs, drizzle: typeof import('drizzle-or
   return { client, db }
 }
 
-/** The engine's connection pool. */
-function connectPool(connect: typeof PostgresJs, options: PostgresOptions, timeoutMs: number): PostgresJs.Sql {
-  return connect(options.url, {
-    max: options.max ?? 10,
-    onnotice: () => {},
-    connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
-    backoff: reconnectDelaySeconds,
-    // The server stops work no caller waits for any more; operators see whose sessions these are.
-    // UTC: timestamps come back as `…+00` whatever the server's own time zone.
-    // force_custom_plan: the per-delivery statements are named prepared statements, and after five runs the
-    // server may keep one generic plan for good, costed with the statistics of that moment. An engine starts on
-    // empty tables, so that plan scans them (a results write read every delivery and compared each with every id
-    // of its batch: half the end-to-end rate at 30,000 stored deliveries) until an ANALYZE happens to replan it.
-    // A plan made for each run's values costs a few tens of µs of planning per batch statement.
-    connection: { application_name: 'outflow', statement_timeout: timeoutMs, TimeZone: 'UTC', plan_cache_mode: 'force_custom_plan' },
-  })
+/**
+ * The engine's connection pool (`client`, with drizzle over it: `db`), and the one its transactions run on (`txDb`):
+ * the same pool, except through a transaction pooler, where transactions get a pool of their own (see poolSettings).
+ */
+function connectPools(connect: typeof PostgresJs, drizzle: typeof drizzlePostgres, options: PostgresOptions, route: PostgresRoute, timeoutMs: number) {
+  const { client, db } = openPool(connect, drizzle, options, route, timeoutMs)
+  const transactions = route.pooled ? openPool(connect, drizzle, options, route, timeoutMs, 'transactions') : undefined
+  return {
+    client,
+    db,
+    txDb: transactions?.db ?? db,
+    end: async () => void (await Promise.all([client.end({ timeout: 5 }), transactions?.client.end({ timeout: 5 })])),
+  }
 }
 
 /** The shared queries' context over the pool, every call within `bound`. */
-function sqlContext(db: Db, { tables, hotPath, workChannel }: { tables: Tables; hotPath: HotPath; workChannel: string }, bound: Bound): SqlContext {
+function sqlContext({ db, txDb }: { db: Db; txDb: Db }, { tables, hotPath, workChannel }: { tables: Tables; hotPath: HotPath; workChannel: string }, bound: Bound): SqlContext {
   return {
     dialect: 'postgres',
     tables,
@@ -196,7 +221,7 @@ function sqlContext(db: Db, { tables, hotPath, workChannel }: { tables: Tables; 
       return bound(
         () =>
           containedTransaction(
-            (body: (tx: Db) => Promise<T>) => db.transaction((tx) => body(tx as unknown as Db)),
+            (body: (tx: Db) => Promise<T>) => txDb.transaction((tx) => body(tx as unknown as Db)),
             async (tx) => {
               abandon()
               // Attempt results and leases may be lost on a crash (the delivery is attempted again), so they
@@ -232,22 +257,4 @@ function outboxContext(parts: { client: PostgresJs.Sql; tables: Tables; schemaNa
   const readTargets = targetsReader(tables, client as unknown as Driver)
   const targets = new PublishTargetCache((tenantIds) => forCaller(() => readTargets(tenantIds)))
   return { inserts: eventInserts(tables, outboxChecks(tables)), schema: parts.schemaName, serverIdentity, targets, commits: parts.commits }
-}
-
-/**
- * Take the pruners' session advisory lock `key` if no instance holds it: its release function, or null. A session
- * lock lives on one connection: one is reserved for as long as the pass holds it. If this process dies the
- * connection closes and another instance takes over.
- */
-async function lockPruner(client: PostgresJs.Sql, key: number): Promise<(() => Promise<void>) | null> {
-  const reserved = await client.reserve()
-  try {
-    const [row] = await reserved<{ locked: boolean }[]>`select pg_try_advisory_lock(${key}) as locked`
-    if (row?.locked) return async () => void (await reserved`select pg_advisory_unlock(${key})`.finally(() => reserved.release()))
-  } catch (err) {
-    reserved.release()
-    throw err
-  }
-  reserved.release()
-  return null
 }

@@ -75,6 +75,15 @@ describe('outflow settings', () => {
     expect(settingsError({ ...env, OUTFLOW_POSTGRES_READ_URL: 'replica.example' }).data).toEqual({ OUTFLOW_POSTGRES_READ_URL: 'must be a postgres:// or postgresql:// URL' })
   })
 
+  it('reads a transaction pooler and the direct listenUrl beside it, and names a bad one', () => {
+    const env = { DATABASE_URL: 'postgres://pgbouncer.example:6432/shop', OUTFLOW_POSTGRES_POOLER: 'transaction', OUTFLOW_POSTGRES_LISTEN_URL: 'postgres://db.example/shop' }
+    expect(readSettings({ env }).settings.postgres).toEqual({ url: 'postgres://pgbouncer.example:6432/shop', pooler: 'transaction', listenUrl: 'postgres://db.example/shop' })
+    expect(settingsError({ ...env, OUTFLOW_POSTGRES_POOLER: 'session', OUTFLOW_POSTGRES_LISTEN_URL: 'db.example' }).data).toEqual({
+      OUTFLOW_POSTGRES_POOLER: 'must be transaction',
+      OUTFLOW_POSTGRES_LISTEN_URL: 'must be a postgres:// or postgresql:// URL',
+    })
+  })
+
   it('keeps the retention window as text for createOutflow, and names a bad one', async () => {
     const { settings } = readSettings({ env: { OUTFLOW_RETENTION_EVENTS: '30d', OUTFLOW_RETENTION_BATCH_SIZE: '250' } })
     expect(settings.retention).toEqual({ events: '30d', batchSize: 250, intervalMs: 60_000 })

@@ -3,7 +3,7 @@ import { bucketStart } from '../../src/engine/metric-buckets.js'
 import { GranularitySchema } from '../../src/model/metrics.js'
 import type { AttemptWrite, Storage } from '../../src/storage/storage.js'
 import { seedOwners } from '../support/records.js'
-import { storageKinds } from '../support/storages.js'
+import { pgbouncerKind, storageKinds } from '../support/storages.js'
 import * as v from 'valibot'
 
 const granularity = (text: string) => v.parse(GranularitySchema, text)
@@ -47,7 +47,7 @@ function attempt(tenant: string, destination: string, n: number, opts: { at: str
   }
 }
 
-for (const kind of storageKinds()) {
+for (const kind of [...storageKinds(), pgbouncerKind()]) {
   describe.runIf(kind.available)(`storage metrics: ${kind.name}`, () => {
     let s: Storage
     const range = { start: new Date('2026-03-02T00:00:00Z'), end: new Date('2026-03-03T00:00:00Z'), limit: 1000 }

@@ -4,7 +4,7 @@ import { postgres } from '../../src/storage/postgres.js'
 import type { AttemptWrite, DeliveryStatus, NewEventWithDeliveries, Storage } from '../../src/storage/storage.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 import { seedOwners } from '../support/records.js'
-import { storageKinds } from '../support/storages.js'
+import { pgbouncerKind, storageKinds } from '../support/storages.js'
 
 const cutoff = new Date('2026-01-01T00:00:00.000Z')
 const old = (minutes: number) => new Date(cutoff.getTime() - 86_400_000 + minutes * 60_000)
@@ -63,7 +63,7 @@ async function pruneAll(s: Storage, limit: number) {
   }
 }
 
-for (const kind of storageKinds()) {
+for (const kind of [...storageKinds(), pgbouncerKind()]) {
   describe.runIf(kind.available)(`storage retention: ${kind.name}`, () => {
     let s: Storage
     beforeAll(async () => {

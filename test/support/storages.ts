@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import type { Storage } from '../../src/storage/storage.js'
+import { startPgBouncer, pgbouncerAvailable, type PgBouncer } from './pgbouncer.js'
 import { createTestDatabase, postgresAvailable } from './services.js'
 
 /** A storage under test: `open()` gives a fresh, migrated, empty one; `cleanup()` removes what it made. */
@@ -61,4 +62,35 @@ export function storageKinds(): StorageKind[] {
 /** One storage kind by name, with its own cleanup (e.g. one per HTTP mount). */
 export function storageKind(name: 'sqlite :memory:' | 'sqlite file' | 'postgres'): StorageKind {
   return storageKinds().find((k) => k.name === name)!
+}
+
+/**
+ * Postgres through a PgBouncer in transaction mode (2 server connections per database, so the storage's pool of 4
+ * is multiplexed), with LISTEN, locks and migrations on the direct connection. The PgBouncer starts at the first
+ * `open()`; `cleanup()` stops it.
+ */
+export function pgbouncerKind(): StorageKind {
+  const dbs: { drop(): Promise<void> }[] = []
+  const opened: Storage[] = []
+  let bouncer: Promise<PgBouncer> | undefined
+  return {
+    name: 'postgres through pgbouncer',
+    available: postgresAvailable && pgbouncerAvailable(),
+    open: async () => {
+      const db = await createTestDatabase()
+      dbs.push(db)
+      const pooledUrl = (await (bouncer ??= startPgBouncer())).pooledUrl(db.url)
+      const s = await postgres({ url: pooledUrl, listenUrl: db.url, pooler: 'transaction', max: 4 })()
+      opened.push(s)
+      await s.migrate()
+      return s
+    },
+    cleanup: async () => {
+      await Promise.all(opened.splice(0).map((s) => s.close().catch(() => {})))
+      for (const db of dbs.splice(0)) await db.drop()
+      const started = bouncer
+      bouncer = undefined
+      await (await started)?.stop()
+    },
+  }
 }
