@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Tables } from './sql-context.js'
 import { asyncCommit, column, iso, prepared, slot, type Driver } from './postgres-prepared.js'
+import { partitionedClaimStatement } from './postgres-partitioned-claim.js'
 import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, DestinationStreak, EventRecord } from './storage.js'
 
 // The calls every publish and every batch of deliveries makes on Postgres, each one prepared statement:
@@ -13,10 +14,12 @@ export type PostgresQueue = ReturnType<typeof postgresQueue>
 /**
  * @param driver the engine's pool
  * @param run bounds each call by the storage deadline and maps connection faults (see postgres.ts)
+ * @param partitioned whether the tables have the partitioned layout (postgres-partitions.ts): claims go through its function
  */
-export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>) {
+export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>, partitioned: () => Promise<boolean>) {
   const claim = claimStatement(t, false)
   const claimWindow = claimStatement(t, true)
+  const claimPartitioned = partitionedClaimStatement(t)
   const record = recordStatement(t)
   const extend = extendStatement(t)
   const targets = targetsStatement(t)
@@ -34,7 +37,8 @@ export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Pr
 
     async claimDueDeliveries(q: ClaimRequest): Promise<ClaimedDelivery[]> {
       const values = { now: iso(q.now), since: iso(q.dueSince), limit: q.limit, owner: q.owner, until: iso(q.leaseUntil) }
-      const rows = await run(() => (q.dueSince ? claimWindow : claim)(driver, values))
+      const statement = (await partitioned()) ? claimPartitioned : q.dueSince ? claimWindow : claim
+      const rows = await run(() => statement(driver, values))
       return rows.map(claimedDelivery)
     },
 
@@ -234,14 +238,16 @@ function resultWrites(t: Tables) {
       from v
       where d.id = v.delivery_id and d.id in (select id from locked) and ${asyncCommit}
         and not exists (select 1 from ${t.attempts} done where done.id = v.id)
-      returning d.id
+      returning d.id, d.event_created_at
     ), written as (
-      select * from v where delivery_id in (select id from updated) and not exists (select 1 from ${t.attempts} done where done.id = v.id)
+      select v.*, u.event_created_at from v join updated u on u.id = v.delivery_id
+      where not exists (select 1 from ${t.attempts} done where done.id = v.id)
     ), logged as (
+      -- event_created_at: the attempt goes to its event's day partition on the partitioned layout.
       insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
+        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, event_created_at)
       select id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type
+        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, event_created_at
       from written
     )`
 }

@@ -13,6 +13,7 @@ import { CommitWatch, commitStatuses } from './postgres-commit-watch.js'
 import { insertEventsInTransaction, outboxChecks, serverStartedSql, type OutboxContext, type ServerIdentity } from './postgres-outbox.js'
 import { PublishTargetCache, targetsReader } from './postgres-publish-targets.js'
 import { postgresQueue } from './postgres-queue.js'
+import { partitionsKeeper } from './postgres-partitions-keeper.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage } from './storage.js'
 
@@ -42,6 +43,12 @@ export interface PostgresOptions {
    * `__outflow_migrations` table. Put Outflow beside your own tables in your database (one schema each).
    */
   schema?: string
+  /**
+   * Whether `migrate()` gives a new install (no event stored yet) the partitioned layout of the event log
+   * (default true): events, deliveries and attempts in daily partitions that retention drops whole. An existing
+   * install keeps its layout; both layouts work. See docs/operating.md#retention.
+   */
+  partitionHistory?: boolean
 }
 
 /**
@@ -108,10 +115,15 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     const statusesOf = commitStatuses(driver, workChannel)
     const commits = new CommitWatch((xacts) => bounded(() => statusesOf(xacts)))
     const outbox = outboxContext({ client, tables, schemaName, commits, bounded, forCaller })
+    const partitions = partitionsKeeper(client, schemaName, bounded)
     const lifecycle: Lifecycle = {
       insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
-      migrate: () => migratePostgres(connect, drizzle, options.url, schemaName),
+      migrate: async () => {
+        await migratePostgres(connect, drizzle, options.url, schemaName, options.partitionHistory ?? true)
+        await partitions.migrated()
+      },
       async close() {
+        partitions.close()
         commits.close()
         await client.end({ timeout: 5 })
       },
@@ -125,9 +137,10 @@ export function postgres(options: PostgresOptions): () => Promise<Storage> {
     const hotPath = postgresHotPath(tables)
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
-      const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = postgresQueue(tables, driver, bound)
+      const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = postgresQueue(tables, driver, bound, partitions.partitioned)
       const context = sqlContext(db, { tables, hotPath, workChannel }, bound)
-      return { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases }
+      const prunePartitions = partitions.prune
+      return { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases, prunePartitions }
     }
     // Not enumerable: a storage a host or a test wraps with `{ ...storage, … }` keeps one bound for every call,
     // rather than the callers' calls bypassing the wrapper.
