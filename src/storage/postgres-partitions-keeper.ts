@@ -31,8 +31,10 @@ export function partitionsKeeper(client: PostgresJs.Sql, schema: string, bound: 
     },
     async prune(q: PartitionRequest): Promise<DroppedDay[]> {
       if (!(await partitioned())) return []
+      // Dropping first: a day left detached by an interrupted pass is gone before its day is made again.
+      const dropped = await bound(() => dropPartitionsBefore(client, schema, q.before))
       await bound(() => createPartitionsAhead(client, schema, q.now, daysAhead))
-      return bound(() => dropPartitionsBefore(client, schema, q.before))
+      return dropped
     },
     close(): void {
       clearInterval(timer)
