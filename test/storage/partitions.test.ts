@@ -1,6 +1,8 @@
 import postgresJs from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { idTime, newId } from '../../src/ids.js'
 import { postgres } from '../../src/storage/postgres.js'
+import { createdBounds } from '../../src/storage/postgres-partitioned-claim.js'
 import type { AttemptWrite, DeliveryStatus, NewEventWithDeliveries, Storage } from '../../src/storage/storage.js'
 import { seedOwners } from '../support/records.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
@@ -192,5 +194,18 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
     // Made again by the same pass (it is within the coming days), attached and empty.
     expect(await partitions('events')).toContain(`events_p${dayName(day40)}`)
     expect(await stored('crash', 'x')).toBe(0)
+  })
+})
+
+describe('delivery ids and the days they carry', () => {
+  it('bounds the event creation time of deliveries whose ids were minted with it, and gives no bound for other ids', () => {
+    const created = new Date('2026-03-01T12:00:00.000Z')
+    const bounds = createdBounds([newId('dlv', created), newId('dlv', new Date(created.getTime() + 5))])
+    // An hour of slack below: ids minted before deliveries carried created_at were made just after it.
+    expect(bounds).toEqual({ lo: '2026-03-01T11:00:00.000Z', hi: '2026-03-01T12:00:00.005Z' })
+    expect(idTime(newId('dlv', created))).toBe(created.getTime())
+    expect(createdBounds(['dlv-by-hand', newId('dlv', created)])).toEqual({ lo: '-infinity', hi: 'infinity' })
+    // A hand-written id that happens to decode lands centuries away: no bound either.
+    expect(createdBounds(['dlv_zzzzzzzzzz00aaaaaaaaaaaa'])).toEqual({ lo: '-infinity', hi: 'infinity' })
   })
 })
