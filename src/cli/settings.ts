@@ -30,6 +30,7 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_POSTGRES_TIMEOUT_MS', 'postgres.timeoutMs', 'integer'),
   variable('OUTFLOW_POSTGRES_REQUEST_TIMEOUT_MS', 'postgres.requestTimeoutMs', 'integer'),
   variable('OUTFLOW_POSTGRES_SCHEMA', 'postgres.schema'),
+  variable('OUTFLOW_POSTGRES_PARTITION_HISTORY', 'postgres.partitionHistory', 'boolean'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -100,6 +101,7 @@ export const SettingsSchema = v.pipe(
         timeoutMs: v.optional(integer(1)),
         requestTimeoutMs: v.optional(integer(1)),
         schema: v.optional(v.pipe(v.string('must be a string'), v.regex(schemaNamePattern, 'must be lower-case letters, digits and _ (at most 50), starting with a letter or _'))),
+        partitionHistory: v.optional(v.boolean('must be true or false')),
       }),
     ),
     sqlite: v.optional(
