@@ -53,8 +53,10 @@ export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
       select tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid from input
       where grp not in (select grp from orphaned)
         -- The partitioned layout's unique key is per day partition: a duplicate of an earlier day's event is
-        -- found here, within the idempotency window (only the partitions since dedup_since are read).
-        and not exists (select 1 from ${t.events} x where x.tenant_id = input.tenant_id and x.id = input.id and x.created_at >= ${slot('dedup_since')}::timestamptz)
+        -- found here, within the idempotency window (only the partitions from dedup_since to the start of the
+        -- batch's last day are read: that day's own unique key finds the rest, on conflict).
+        and not exists (select 1 from ${t.events} x where x.tenant_id = input.tenant_id and x.id = input.id
+          and x.created_at >= ${slot('dedup_since')}::timestamptz and x.created_at < ${slot('dedup_until')}::timestamptz)
       on conflict do nothing
       returning tenant_id, id
     ), target as (
@@ -105,6 +107,7 @@ export function eventInserts(t: Tables, checks?: Record<string, SQL>): EventInse
  * a duplicate published later than this after the first is stored as a new event. Plain tables find every duplicate.
  */
 export const idempotencyWindowMs = 86_400_000
+const dayMs = 86_400_000
 
 export interface InsertedEventRows {
   results: InsertEventResult[]
@@ -131,8 +134,9 @@ export async function insertEventRows(
   checkValues: Record<string, unknown> = {},
 ): Promise<InsertedEventRows | RefusedEventRows> {
   const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
-  const dedupSince = new Date(Math.min(...items.map((i) => i.event.created_at.getTime())) - idempotencyWindowMs)
-  const written = (await statements.insert(driver, { ...insertColumns(items, groups), dedup_since: iso(dedupSince), ...checkValues })) as InsertAnswerRow[]
+  const created = items.map((i) => i.event.created_at.getTime())
+  const dedup = { dedup_since: iso(new Date(Math.min(...created) - idempotencyWindowMs)), dedup_until: iso(new Date(Math.floor(Math.max(...created) / dayMs) * dayMs)) }
+  const written = (await statements.insert(driver, { ...insertColumns(items, groups), ...dedup, ...checkValues })) as InsertAnswerRow[]
   const answer = readInsertAnswer(written)
   if (answer.refused.length) return { refused: answer.refused }
   const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
