@@ -103,6 +103,11 @@ async function seedPostgres(url: string, r: SeedRequest): Promise<void> {
   const pad = (prefix: string) => `'${prefix}' || lpad(i::text, 9, '0')`
   const delivered = r.state === 'delivered'
   try {
+    // Trees before the partitioned layout (--compare) have no event_created_at column.
+    const [column] = await sql<{ carried: boolean }[]>`
+      select exists (select 1 from information_schema.columns where table_schema = current_schema() and table_name = 'deliveries' and column_name = 'event_created_at') as carried`
+    const created = column?.carried ? { column: ', event_created_at', value: `, ${at('')}` } : { column: '', value: '' }
+    await seedPartitions(sql, r.startMs, r.startMs + r.count * (r.stepMs ?? 1))
     for (let from = 0; from < r.count; from += chunk) {
       const to = Math.min(r.count, from + chunk)
       const series = `FROM generate_series(${from}, ${to - 1}) AS i`
@@ -114,9 +119,9 @@ async function seedPostgres(url: string, r: SeedRequest): Promise<void> {
         )
         await tx.unsafe(
           `INSERT INTO deliveries (id, tenant_id, event_id, destination_id, topic, event_time, status, attempt_count, manual,
-                                   next_attempt_at, lease_owner, lease_until, last_attempt_at, successful_at)
+                                   next_attempt_at, lease_owner, lease_until, last_attempt_at, successful_at${created.column})
            SELECT ${pad('dlv_seed')}, $1, ${pad('evt_seed')}, $2, $3, ${at('')},
-                  ${delivered ? `'success', 1, false, NULL, NULL, NULL, ${at('+ 5')}, ${at('+ 5')}` : `'pending', 0, false, ${at('')}, NULL, NULL, NULL, NULL`}
+                  ${delivered ? `'success', 1, false, NULL, NULL, NULL, ${at('+ 5')}, ${at('+ 5')}` : `'pending', 0, false, ${at('')}, NULL, NULL, NULL, NULL`}${created.value}
            ${series}`,
           [r.tenantId, r.destinationId, r.topic],
         )
@@ -124,9 +129,9 @@ async function seedPostgres(url: string, r: SeedRequest): Promise<void> {
           await tx.unsafe(
             `INSERT INTO attempts (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
                                    response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at,
-                                   topic, destination_type)
+                                   topic, destination_type${created.column})
              SELECT ${pad('att_seed')}, $1, ${pad('evt_seed')}, $2, ${pad('dlv_seed')}, 1, false, 'success',
-                    200, 'ok', '{"content-type":"text/plain"}'::jsonb, NULL, NULL, 3, ${at('+ 5')}, $3, 'webhook'
+                    200, 'ok', '{"content-type":"text/plain"}'::jsonb, NULL, NULL, 3, ${at('+ 5')}, $3, 'webhook'${created.value}
              ${series}`,
             [r.tenantId, r.destinationId, r.topic],
           )
@@ -139,5 +144,26 @@ async function seedPostgres(url: string, r: SeedRequest): Promise<void> {
     await sql.unsafe('CHECKPOINT')
   } finally {
     await sql.end()
+  }
+}
+
+/**
+ * On the partitioned layout (src/storage/postgres-partitions.ts), the day partitions the seeded rows fall in, as the
+ * engine names and makes them (the engine makes only today's and the coming days'): otherwise they would all land
+ * in the DEFAULT partition, which retention never drops.
+ */
+async function seedPartitions(sql: PostgresJs.Sql, fromMs: number, toMs: number): Promise<void> {
+  const [layout] = await sql<{ partitioned: boolean }[]>`
+    select exists (select 1 from pg_partitioned_table where partrelid = to_regclass('events')) as partitioned`
+  if (!layout?.partitioned) return
+  const day = 86_400_000
+  for (let start = Math.floor(fromMs / day) * day; start <= toMs; start += day) {
+    const name = new Date(start).toISOString().slice(0, 10).replaceAll('-', '')
+    const range = `for values from ('${new Date(start).toISOString()}') to ('${new Date(start + day).toISOString()}')`
+    await sql.begin(async (tx) => {
+      for (const table of ['events', 'deliveries', 'attempts']) await tx.unsafe(`create table if not exists ${table}_p${name} partition of ${table} ${range}`)
+      await tx.unsafe(`create unique index if not exists events_p${name}_key on events_p${name} (tenant_id, id)`)
+      await tx.unsafe(`create unique index if not exists deliveries_p${name}_key on deliveries_p${name} (tenant_id, event_id, destination_id)`)
+    })
   }
 }

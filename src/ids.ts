@@ -18,14 +18,34 @@ function random12(): Buffer {
 }
 
 /**
+ * The time (ms) a `newId` id carries, or null when `id` is not one (ids of other origins, as tests write).
+ *
+ * @example
+ * idTime(newId('dlv', new Date(0))) // 0
+ */
+export function idTime(id: string): number | null {
+  const underscore = id.indexOf('_')
+  if (underscore < 0 || id.length < underscore + 25) return null
+  let ms = 0
+  for (let i = underscore + 1; i <= underscore + 10; i++) {
+    const digit = alphabet.indexOf(id[i]!)
+    if (digit < 0) return null
+    ms = ms * 32 + digit
+  }
+  return ms
+}
+
+/**
  * A time-ordered, prefixed id: `des_` + 10 chars of time + 2 chars of counter + 12 random chars.
  * Ids made later in this process sort after earlier ones, so they can break keyset ties.
+ * `at`: the time to put in the id instead of now (a delivery's id carries its event's created_at, so
+ * Postgres finds it in that day's partition: see postgres-partitions.ts).
  *
  * @example
  * newId('evt') // 'evt_01jd3m9y7q00k3v9x2m4p6a8'
  */
-export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk' | 'opv' | 'rpl' | 'rpr'): string {
-  const now = Date.now()
+export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk' | 'opv' | 'rpl' | 'rpr', at?: Date): string {
+  const now = at ? at.getTime() : Date.now()
   if (now === lastMs) counter++
   else {
     lastMs = now

@@ -35,6 +35,7 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_POSTGRES_MAX_REPLICA_LAG_MS', 'postgres.maxReplicaLagMs', 'integer'),
   variable('OUTFLOW_POSTGRES_LISTEN_URL', 'postgres.listenUrl'),
   variable('OUTFLOW_POSTGRES_POOLER', 'postgres.pooler'),
+  variable('OUTFLOW_POSTGRES_PARTITION_HISTORY', 'postgres.partitionHistory', 'boolean'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -112,6 +113,7 @@ export const SettingsSchema = v.pipe(
         schema: v.optional(v.pipe(v.string('must be a string'), v.regex(schemaNamePattern, 'must be lower-case letters, digits and _ (at most 50), starting with a letter or _'))),
         listenUrl: v.optional(postgresUrl),
         pooler: v.optional(v.picklist(['transaction'], 'must be transaction')),
+        partitionHistory: v.optional(v.boolean('must be true or false')),
       }),
     ),
     sqlite: v.optional(

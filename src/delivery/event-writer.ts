@@ -186,7 +186,7 @@ export function planDeliveries({ event, destinationId }: EventToWrite, targets: 
   return {
     event,
     deliveries: matched.map((d) => {
-      const delivery: NewDelivery = { id: newId('dlv'), destination_id: d.id, next_attempt_at: event.created_at }
+      const delivery: NewDelivery = { id: newId('dlv', event.created_at), destination_id: d.id, next_attempt_at: event.created_at }
       if (d.disabled_at) delivery.skipped = true
       else {
         const key = d.delivery?.ordering ? orderingKey(d.delivery, subject()) : null

@@ -95,7 +95,9 @@ export class Pruner {
     if (!release) return { ...total, locked: true }
     try {
       const { windowMs, batchSize } = this.#options
-      const before = new Date(this.#options.now().getTime() - windowMs)
+      const now = this.#options.now()
+      const before = new Date(now.getTime() - windowMs)
+      await this.#dropDays(total, before, now)
       let from: Date | undefined
       while (!this.#closed) {
         const batchStarted = performance.now()
@@ -115,6 +117,19 @@ export class Pruner {
       return total
     } finally {
       await release()
+    }
+  }
+
+  /**
+   * Partitioned layout (Postgres): whole days past the window go first, partitions dropped rather than rows
+   * deleted; the batches below delete what is left (an old event in a newer day, a day with a pending delivery).
+   */
+  async #dropDays(total: PruneResult, before: Date, now: Date): Promise<void> {
+    for (const day of (await this.#storage.prunePartitions?.({ before, now })) ?? []) {
+      total.events += day.events
+      total.deliveries += day.deliveries
+      total.attempts += day.attempts
+      this.#options.logger.info({ ...day }, 'retention: dropped a day of partitions')
     }
   }
 

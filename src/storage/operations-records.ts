@@ -53,6 +53,23 @@ export interface AttemptMetricsRow extends MetricsRow {
   attempt_number_sum: number
 }
 
+/** Partitions of the partitioned layout (Postgres): make the coming days', drop whole days past the window. */
+export interface PartitionRequest {
+  /** Days whose events are all older than this (by `time`) and that hold no pending delivery are dropped. */
+  before: Date
+  /** The partitions of this day and the next 7 are made if missing. */
+  now: Date
+}
+
+/** One day dropped by retention: its partitions of events, deliveries and attempts, with the rows they held. */
+export interface DroppedDay {
+  /** `YYYYMMDD` (UTC). */
+  day: string
+  events: number
+  deliveries: number
+  attempts: number
+}
+
 export interface PruneRequest {
   /** Events whose `time` is before this are old. */
   before: Date

@@ -28,7 +28,7 @@ const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 type InsertColumn =
   | 'e_tenant' | 'e_id' | 'e_topic' | 'e_time' | 'e_data' | 'e_metadata' | 'e_retry' | 'e_created' | 'e_group' | 'e_schema_valid'
   | 'd_id' | 'd_tenant' | 'd_event' | 'd_destination' | 'd_topic' | 'd_event_time' | 'd_next' | 'd_lease_owner' | 'd_lease_until'
-  | 'd_status' | 'd_skipped_at' | 'd_order_key'
+  | 'd_status' | 'd_skipped_at' | 'd_order_key' | 'd_event_created'
 
 /**
  * The event insert, compiled once. With `checks` (conditions with placeholders of their own, by name: see
@@ -52,6 +52,11 @@ export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
       insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid)
       select tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid from input
       where grp not in (select grp from orphaned)
+        -- The partitioned layout's unique key is per day partition: a duplicate of an earlier day's event is
+        -- found here, within the idempotency window (only the partitions from dedup_since to the start of the
+        -- batch's last day are read: that day's own unique key finds the rest, on conflict).
+        and not exists (select 1 from ${t.events} x where x.tenant_id = input.tenant_id and x.id = input.id
+          and x.created_at >= ${slot('dedup_since')}::timestamptz and x.created_at < ${slot('dedup_until')}::timestamptz)
       on conflict do nothing
       returning tenant_id, id
     ), target as (
@@ -61,13 +66,13 @@ export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
       for key share of d
     ), dl as (
       insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key,
-        attempt_count, manual, order_seq, order_state)
+        event_created_at, attempt_count, manual, order_seq, order_state)
       select d.*, 0, false, case when d.order_key is null then null else nextval(${sql.raw(`'${orderSequence(t)}'`)}) end,
         case when d.order_key is null then null else 'waiting' end
       from unnest(${c('d_id', 'text')}, ${c('d_tenant', 'text')}, ${c('d_event', 'text')}, ${c('d_destination', 'text')}, ${c('d_topic', 'text')},
         ${c('d_event_time', 'timestamptz')}, ${c('d_next', 'timestamptz')}, ${c('d_lease_owner', 'text')}, ${c('d_lease_until', 'timestamptz')},
-        ${c('d_status', 'text')}, ${c('d_skipped_at', 'timestamptz')}, ${c('d_order_key', 'text')})
-        as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key)
+        ${c('d_status', 'text')}, ${c('d_skipped_at', 'timestamptz')}, ${c('d_order_key', 'text')}, ${c('d_event_created', 'timestamptz')})
+        as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key, event_created_at)
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
       returning tenant_id, event_id, destination_id, status
@@ -97,6 +102,13 @@ export function eventInserts(t: Tables, checks?: Record<string, SQL>): EventInse
   }
 }
 
+/**
+ * How far back a publish looks for an earlier event with its id on the partitioned layout (see eventInsertStatement):
+ * a duplicate published later than this after the first is stored as a new event. Plain tables find every duplicate.
+ */
+export const idempotencyWindowMs = 86_400_000
+const dayMs = 86_400_000
+
 export interface InsertedEventRows {
   results: InsertEventResult[]
   /** `pg_current_xact_id()` of the statement's transaction, when it has checks and wrote deliveries. */
@@ -122,7 +134,9 @@ export async function insertEventRows(
   checkValues: Record<string, unknown> = {},
 ): Promise<InsertedEventRows | RefusedEventRows> {
   const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
-  const written = (await statements.insert(driver, { ...insertColumns(items, groups), ...checkValues })) as InsertAnswerRow[]
+  const created = items.map((i) => i.event.created_at.getTime())
+  const dedup = { dedup_since: iso(new Date(Math.min(...created) - idempotencyWindowMs)), dedup_until: iso(new Date(Math.floor(Math.max(...created) / dayMs) * dayMs)) }
+  const written = (await statements.insert(driver, { ...insertColumns(items, groups), ...dedup, ...checkValues })) as InsertAnswerRow[]
   const answer = readInsertAnswer(written)
   if (answer.refused.length) return { refused: answer.refused }
   const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
@@ -180,6 +194,7 @@ function insertColumns(items: NewEventWithDeliveries[], groups: string[]): Recor
     d_status: rows.map((r) => (r.d.skipped ? 'skipped' : 'pending')),
     d_skipped_at: rows.map((r) => (r.d.skipped ? iso(r.e.created_at) : null)),
     d_order_key: rows.map((r) => (r.d.skipped ? null : (r.d.order_key ?? null))),
+    d_event_created: rows.map((r) => iso(r.e.created_at)),
   }
 }
 

@@ -3,6 +3,8 @@ import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import type { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import type PostgresJs from 'postgres'
 import { migrationsFolder } from './migrations-folder.js'
+import { createPartitionsAhead, daysAhead, historyPartitioned, partitionEmptyHistory } from './postgres-partitions.js'
+import { createClaimFunction } from './postgres-partitioned-claim.js'
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
@@ -14,17 +16,29 @@ const migrationsTable = '__outflow_migrations'
  * processes starting at once migrate one after the other. Its search_path is Outflow's schema: the committed
  * migrations name their tables without one.
  */
-export async function migratePostgres(connect: typeof PostgresJs, drizzle: typeof drizzlePostgres, url: string, schemaName: string): Promise<void> {
+export async function migratePostgres(connect: typeof PostgresJs, drizzle: typeof drizzlePostgres, url: string, schemaName: string, partition = true): Promise<void> {
   const lockClient = connect(url, { max: 1, onnotice: () => {}, connection: { search_path: `"${schemaName}"` } })
   try {
     await lockClient`select pg_advisory_lock(${migrationLockKey})`
     const folder = migrationsFolder('postgres')
     await adoptDrizzleMigrations(lockClient, schemaName, folder)
     await migrate(drizzle({ client: lockClient }), { migrationsFolder: folder, migrationsSchema: schemaName, migrationsTable })
+    await prepareHistory(lockClient, schemaName, partition)
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
   } finally {
     await lockClient.end()
   }
+}
+
+/**
+ * A new install (no event yet) gets the partitioned layout unless `partition` is false; on that layout, the claim
+ * function and the partitions of the coming days are (re)made. See postgres-partitions.ts.
+ */
+async function prepareHistory(client: PostgresJs.Sql, schemaName: string, partition: boolean): Promise<void> {
+  if (partition) await partitionEmptyHistory(client, schemaName)
+  if (!(await historyPartitioned(client, schemaName))) return
+  await createClaimFunction(client, schemaName)
+  await createPartitionsAhead(client, schemaName, new Date(), daysAhead)
 }
 
 /**

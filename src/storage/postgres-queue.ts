@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Tables } from './sql-context.js'
 import { asyncCommit, column, iso, prepared, slot, type Driver } from './postgres-prepared.js'
+import { partitionedClaimStatement, createdBounds } from './postgres-partitioned-claim.js'
 import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, DestinationStreak, EventRecord } from './storage.js'
 
 // The calls every publish and every batch of deliveries makes on Postgres, each one prepared statement:
@@ -13,12 +14,18 @@ export type PostgresQueue = ReturnType<typeof postgresQueue>
 /**
  * @param driver the engine's pool
  * @param run bounds each call by the storage deadline and maps connection faults (see postgres.ts)
+ * @param partitioned whether the tables have the partitioned layout (postgres-partitions.ts): claims go through its function
  */
-export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>) {
+export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>, partitioned: () => Promise<boolean>) {
   const claim = claimStatement(t, false)
   const claimWindow = claimStatement(t, true)
-  const record = recordStatement(t)
-  const extend = extendStatement(t)
+  const claimPartitioned = partitionedClaimStatement(t)
+  const record = recordStatement(t, { days: false, fifo: true })
+  // The partitioned layout: each statement reads only the days its deliveries' ids carry (createdBounds).
+  const recordDays = recordStatement(t, { days: true, fifo: false })
+  const recordDaysFifo = recordStatement(t, { days: true, fifo: true })
+  const extend = extendStatement(t, false)
+  const extendDays = extendStatement(t, true)
   const targets = targetsStatement(t)
   return {
     async publishTargets(tenantIds: string[]): Promise<Map<string, DestinationRecord[]>> {
@@ -34,7 +41,8 @@ export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Pr
 
     async claimDueDeliveries(q: ClaimRequest): Promise<ClaimedDelivery[]> {
       const values = { now: iso(q.now), since: iso(q.dueSince), limit: q.limit, owner: q.owner, until: iso(q.leaseUntil) }
-      const rows = await run(() => (q.dueSince ? claimWindow : claim)(driver, values))
+      const statement = (await partitioned()) ? claimPartitioned : q.dueSince ? claimWindow : claim
+      const rows = await run(() => statement(driver, values))
       return rows.map(claimedDelivery)
     },
 
@@ -48,7 +56,9 @@ export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Pr
         key: finished.map((w) => w.delivery.order_key!),
         now: iso(writes[0]!.attempt.delivered_at),
       }
-      const rows = await run(() => record(driver, { ...attemptColumns(writes), ...keys }))
+      const statement = !(await partitioned()) ? record : finished.length ? recordDaysFifo : recordDays
+      const bounds = createdBounds(writes.map((w) => w.delivery.id))
+      const rows = await run(() => statement(driver, { ...attemptColumns(writes), ...keys, ...bounds }))
       return rows.map(([tenant_id, destination_id, consecutive_failures]) => ({
         tenant_id: tenant_id as string,
         destination_id: destination_id as string,
@@ -58,7 +68,8 @@ export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Pr
 
     async extendLeases(owner: string, ids: string[], leaseUntil: Date): Promise<number> {
       if (ids.length === 0) return 0
-      const rows = await run(() => extend(driver, { owner, ids, until: iso(leaseUntil) }))
+      const statement = (await partitioned()) ? extendDays : extend
+      const rows = await run(() => statement(driver, { owner, ids, until: iso(leaseUntil), ...createdBounds(ids) }))
       return rows.length
     },
   }
@@ -155,14 +166,27 @@ type AttemptColumn = keyof ReturnType<typeof attemptColumns>
  * all, so writing a batch twice changes nothing. A delivery cancelled meanwhile stays cancelled.
  * Returns each destination of the batch that exists with its streak.
  */
-function recordStatement(t: Tables) {
-  return prepared<AttemptColumn | 'key_tenant' | 'key_destination' | 'key' | 'now'>(sql`
-    with ${resultsInput()}, ${resultLocks(t)}, ${resultWrites(t)}, ${streakWrites(t)}
+function recordStatement(t: Tables, variant: Variant) {
+  return prepared<AttemptColumn | 'key_tenant' | 'key_destination' | 'key' | 'now' | 'lo' | 'hi'>(sql`
+    with ${resultsInput()}, ${resultLocks(t, variant)}, ${resultWrites(t, variant)}, ${streakWrites(t)}
     select tenant_id, id, consecutive_failures from counted
     union all
     select d.tenant_id, d.id, d.consecutive_failures from ${t.destinations} d
     where (d.tenant_id, d.id) in (select tenant_id, destination_id from v) and (d.tenant_id, d.id) not in (select tenant_id, id from counted)`)
 }
+
+/**
+ * `days`: the rows of the batch are looked for only in the days its delivery ids carry (partitioned layout),
+ * `fifo`: the batch finished deliveries of ordering keys, whose next deliveries (in any day) it makes due.
+ */
+interface Variant {
+  days: boolean
+  fifo: boolean
+}
+
+/** The condition that keeps `alias`'s rows to the batch's days (see createdBounds), on the partitioned layout. */
+const within = (alias: string, days: boolean) =>
+  days ? sql` and ${sql.raw(alias)}.event_created_at between ${slot('lo')}::timestamptz and ${slot('hi')}::timestamptz` : sql``
 
 /** The batch (`v`), one row per attempt in batch order (`ord`), from its text-array columns. */
 function resultsInput() {
@@ -187,24 +211,29 @@ function resultsInput() {
  * FIFO destinations: for each key of a delivery the batch finished (`key_*`), the first delivery still pending
  * (the batch's finished ones are still pending in the statement's snapshot: left out) is the key's head.
  */
-function resultLocks(t: Tables) {
+function resultLocks(t: Tables, { days, fifo }: Variant) {
   return sql`held as materialized (
       select d.tenant_id, d.id from ${t.destinations} d
       where (d.tenant_id, d.id) in (select tenant_id, destination_id from v)
         and (d.consecutive_failures <> 0 or (d.tenant_id, d.id) in (select tenant_id, destination_id from v where status <> 'success'))
       order by d.tenant_id collate "C", d.id collate "C"
       for no key update of d
-    ), heads as (
-      select (select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
-          and h.status = 'pending' and h.id not in (select delivery_id from v where delivery_status <> 'pending') order by h.order_seq limit 1) as id
-      from (select distinct * from unnest(${column('key_tenant', 'text')}, ${column('key_destination', 'text')}, ${column('key', 'text')})) as k(tenant_id, destination_id, order_key)
-    ), locked as materialized (
+    ), ${fifo ? heads(t) : sql`heads as (select null::text as id where false)`}, locked as materialized (
       -- After the destinations: a condition without columns is evaluated before the first row is locked.
       -- One array of ids, so the rows are found by the primary key: an OR of two IN subqueries is a sequential
       -- scan of the whole table for every write of results.
-      select id from ${t.deliveries} where id = any(array(select delivery_id from v union select id from heads where id is not null))
-        and (select count(*) from held) >= 0
+      select id from ${t.deliveries} d where id = any(array(select delivery_id from v union select id from heads where id is not null))
+        and (select count(*) from held) >= 0${within('d', days && !fifo)}
       order by id for update
+    )`
+}
+
+/** The first pending delivery of each key whose delivery the batch finished (see resultLocks). */
+function heads(t: Tables) {
+  return sql`heads as (
+      select (select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
+          and h.status = 'pending' and h.id not in (select delivery_id from v where delivery_status <> 'pending') order by h.order_seq limit 1) as id
+      from (select distinct * from unnest(${column('key_tenant', 'text')}, ${column('key_destination', 'text')}, ${column('key', 'text')})) as k(tenant_id, destination_id, order_key)
     )`
 }
 
@@ -215,12 +244,13 @@ function resultLocks(t: Tables) {
  * write's answer is handled, while the worker still holds the batch: a retry of the batch due by then is
  * claimed, skipped as held, and waits for its lease.) Then the deliveries' new states and the attempts' log rows.
  */
-function resultWrites(t: Tables) {
-  return sql`promoted as (
+function resultWrites(t: Tables, { days, fifo }: Variant) {
+  const promoted = sql`promoted as (
       update ${t.deliveries} d set order_state = null, next_attempt_at = ${slot('now')}::timestamptz
       where d.id in (select id from heads) and d.id in (select id from locked) and d.order_state = 'waiting'
       returning d.id
-    ), updated as (
+    ), `
+  return sql`${fifo ? promoted : sql``}updated as (
       update ${t.deliveries} d set
         status = case when d.status = 'cancelled' then d.status else v.delivery_status end,
         attempt_count = d.attempt_count + 1,
@@ -232,16 +262,18 @@ function resultWrites(t: Tables) {
         successful_at = coalesce(d.successful_at, v.successful_at),
         skipped_at = null
       from v
-      where d.id = v.delivery_id and d.id in (select id from locked) and ${asyncCommit}
-        and not exists (select 1 from ${t.attempts} done where done.id = v.id)
-      returning d.id
+      where d.id = v.delivery_id and d.id in (select id from locked) and ${asyncCommit}${within('d', days)}
+        and not exists (select 1 from ${t.attempts} done where done.id = v.id${within('done', days)})
+      returning d.id, d.event_created_at
     ), written as (
-      select * from v where delivery_id in (select id from updated) and not exists (select 1 from ${t.attempts} done where done.id = v.id)
+      select v.*, u.event_created_at from v join updated u on u.id = v.delivery_id
+      where not exists (select 1 from ${t.attempts} done where done.id = v.id${within('done', days)})
     ), logged as (
+      -- event_created_at: the attempt goes to its event's day partition on the partitioned layout.
       insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type)
+        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, event_created_at)
       select id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type
+        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, event_created_at
       from written
     )`
 }
@@ -263,12 +295,12 @@ function streakWrites(t: Tables) {
 }
 
 /** Renew this owner's leases of the given pending deliveries; returns the ids renewed. Rows locked in id order. */
-function extendStatement(t: Tables) {
-  return prepared<'owner' | 'ids' | 'until'>(sql`
-    update ${t.deliveries} set lease_until = ${slot('until')}::timestamptz
+function extendStatement(t: Tables, days: boolean) {
+  return prepared<'owner' | 'ids' | 'until' | 'lo' | 'hi'>(sql`
+    update ${t.deliveries} d set lease_until = ${slot('until')}::timestamptz
     where id in (
-      select id from ${t.deliveries} where id = any(${slot('ids')}::text[]) and lease_owner = ${slot('owner')}::text and status = 'pending'
+      select id from ${t.deliveries} d where id = any(${slot('ids')}::text[]) and lease_owner = ${slot('owner')}::text and status = 'pending'${within('d', days)}
       order by id for update
-    ) and ${asyncCommit}
+    ) and ${asyncCommit}${within('d', days)}
     returning id`)
 }

@@ -4,13 +4,13 @@ import type { DestinationTypeName } from '../model/destination-type.js'
 import type { JsonObject } from '../model/common.js'
 import type { TenantRecord, TenantSummary, TenantListRequest, DestinationRecord, DestinationKey, StoredCredentials, CredentialsReplacement, PublishTarget, PortalCodeRecord, SigningKeyRecord } from './directory-records.js'
 import type { NewEventWithDeliveries, InsertEventResult, HostConnection, ClaimRequest, ClaimedDelivery, AttemptRecord, AttemptWrite, DestinationStreak, EventListRequest, EventRow, TokensTaken, QueueStats } from './delivery-records.js'
-import type { EventMetricsRequest, AttemptMetricsRequest, EventMetricsRow, AttemptMetricsRow, PruneRequest, PruneBatch } from './operations-records.js'
+import type { EventMetricsRequest, AttemptMetricsRequest, EventMetricsRow, AttemptMetricsRow, PruneRequest, PruneBatch, PartitionRequest, DroppedDay } from './operations-records.js'
 import type { NewReplayJob, ReplayJobRecord, ReplayStep, ReplayStepRequest } from './replay-records.js'
 
 // The records the port speaks in live in one file per area; callers import them from here.
 export type { TenantRecord, TenantSummary, TenantListRequest, DestinationRecord, DestinationKey, StoredCredentials, CredentialsReplacement, PublishTarget, PortalCodeRecord, SigningKeyRecord } from './directory-records.js'
 export type { EventRecord, NewDelivery, NewEventWithDeliveries, InsertEventResult, HostConnection, DeliveryStatus, ClaimRequest, ClaimedDelivery, AttemptRecord, AttemptWrite, DestinationStreak, EventListRequest, EventRow, TokensTaken, QueueStats } from './delivery-records.js'
-export type { MetricsWindow, EventMetricsRequest, AttemptMetricsRequest, MetricsRow, EventMetricsRow, AttemptMetricsRow, PruneRequest, PruneBatch } from './operations-records.js'
+export type { MetricsWindow, EventMetricsRequest, AttemptMetricsRequest, MetricsRow, EventMetricsRow, AttemptMetricsRow, PruneRequest, PruneBatch, PartitionRequest, DroppedDay } from './operations-records.js'
 export type { NewReplayJob, ReplayJobRecord, ReplayJobStatus, ReplaySelect, ReplayStep, ReplayStepRequest } from './replay-records.js'
 
 /** What `createOutflow` hands a storage factory (`storage: postgres({ url })` is one): the engine's logger. */
@@ -199,6 +199,12 @@ export interface Storage {
    * another transaction holds, is kept.
    */
   pruneEvents(request: PruneRequest): Promise<PruneBatch>
+  /**
+   * Postgres with the partitioned layout: make the partitions of the coming days, then drop each whole day whose
+   * events are all past the window and that holds no pending delivery (what is left is for pruneEvents). Absent,
+   * or no day dropped, on other layouts.
+   */
+  prunePartitions?(request: PartitionRequest): Promise<DroppedDay[]>
   /**
    * Let only one instance prune at a time (Postgres: a session advisory lock). Resolves to a release
    * function, or null when another instance holds the lock. Absent: this storage has one process.

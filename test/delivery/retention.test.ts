@@ -140,6 +140,30 @@ describe.runIf(postgresAvailable)('retention: two engines on one Postgres', () =
     expect(await b.prune()).toMatchObject({ events: 20, locked: false })
   })
 
+  it('drops a whole past day on the partitioned layout: prune() counts its rows and each dropped day is logged', async () => {
+    const logged: { fields: Record<string, unknown>; message: string }[] = []
+    const log = (fields: Record<string, unknown>, message: string) => void logged.push({ fields, message })
+    const outflow = await createOutflow({
+      storage: postgres({ url: db.url, max: 4, partitionHistory: true }),
+      apiKey,
+      jwtSecret,
+      encryptionKey,
+      logger: { info: log, warn: log, error: log, debug: log },
+      delivery: { worker: false },
+      retention: { events: '1d', intervalMs: 3_600_000 },
+    })
+    engines.push(outflow)
+    await outflow.prune()
+    // The day 3 days ago gets its partitions (the engine makes only today's and the next 7 days'), then a log.
+    const threeDaysAgo = new Date(Date.now() - 3 * day)
+    await outflow.storage.prunePartitions!({ before: new Date(0), now: threeDaysAgo })
+    await seedDelivered(outflow.storage, 'days', 30, 3)
+    expect(await outflow.prune()).toMatchObject({ events: 30, deliveries: 30, attempts: 30, locked: false })
+    const dropped = logged.filter((l) => l.message === 'retention: dropped a day of partitions' && l.fields.events === 30)
+    expect(dropped).toEqual([{ message: 'retention: dropped a day of partitions', fields: { day: threeDaysAgo.toISOString().slice(0, 10).replaceAll('-', ''), events: 30, deliveries: 30, attempts: 30 } }])
+    expect(await stored(outflow, 'days')).toBe(0)
+  })
+
   it('two passes started together never both delete', async () => {
     const [a, b] = engines
     await seedDelivered(a!.storage, 'together', 500, 3)

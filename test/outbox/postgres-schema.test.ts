@@ -29,8 +29,13 @@ describe.runIf(postgresAvailable)('Outflow in a Postgres schema of the host data
       await sql.end()
       await db.drop()
     })
+    // The tables, not the day partitions of the partitioned layout (they live in the same schema).
     const tablesIn = async (schema: string) =>
-      (await sql<{ name: string }[]>`select table_name as name from information_schema.tables where table_schema = ${schema} order by 1`).map((r) => r.name)
+      (
+        await sql<{ name: string }[]>`
+          select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where n.nspname = ${schema} and c.relkind in ('r', 'p') and not c.relispartition order by 1`
+      ).map((r) => r.name)
     return { url: db.url, sql, tablesIn }
   }
 

@@ -63,7 +63,7 @@ async function pruneAll(s: Storage, limit: number) {
   }
 }
 
-for (const kind of [...storageKinds(), pgbouncerKind()]) {
+for (const kind of [...storageKinds({ plainPostgres: true }), pgbouncerKind()]) {
   describe.runIf(kind.available)(`storage retention: ${kind.name}`, () => {
     let s: Storage
     beforeAll(async () => {

@@ -39,7 +39,7 @@ function attempted(tenant: string, deliveryId: string, eventId: string, destinat
   }
 }
 
-for (const kind of [...storageKinds(), pgbouncerKind()]) {
+for (const kind of [...storageKinds({ plainPostgres: true }), pgbouncerKind()]) {
   describe.runIf(kind.available)(`storage: ${kind.name}`, () => {
     let s: Storage
     beforeAll(async () => {

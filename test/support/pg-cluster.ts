@@ -75,7 +75,14 @@ export function descendants(pid: number): number[] {
  * @example
  * const cluster = await startCluster(); await cluster.restart(); await cluster.stop()
  */
-export async function startCluster(options: { /** Load pg_stat_statements (per-statement buffers and timings). */ statements?: boolean } = {}) {
+export async function startCluster(
+  options: {
+    /** Load pg_stat_statements (per-statement buffers and timings). */
+    statements?: boolean
+    /** More server settings (`-c name=value …`), e.g. fsync back on for a benchmark of WAL. */
+    settings?: string
+  } = {},
+) {
   if (!postgresBin) throw new Error('no PostgreSQL binaries under /usr/lib/postgresql')
   const bin = postgresBin
   const user = clusterUser()
@@ -89,7 +96,7 @@ export async function startCluster(options: { /** Load pg_stat_statements (per-s
   await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...as, cwd: dir })
   // fsync off: the faults under test are process and connection faults, not power loss.
   const preload = options.statements ? ' -c shared_preload_libraries=pg_stat_statements' : ''
-  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100${preload}`
+  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100${preload}${options.settings ? ` ${options.settings}` : ''}`
   const start = () => pgCtl('-l', join(dir, 'log'), '-o', settings, '-w', '-t', '60', 'start')
   await start()
 

@@ -15,8 +15,12 @@ export interface StorageKind {
   cleanup(): Promise<void>
 }
 
-/** SQLite in memory, SQLite on a file, and Postgres (a fresh database per `open()`). Each call gives new kinds with their own cleanup. */
-export function storageKinds(): StorageKind[] {
+/**
+ * SQLite in memory, SQLite on a file, and Postgres (a fresh database per `open()`, with the partitioned layout new
+ * installs get). `{ plainPostgres: true }` adds Postgres with the plain tables (a host's drizzle-kit layout, or an
+ * install from before partitioning). Each call gives new kinds with their own cleanup.
+ */
+export function storageKinds({ plainPostgres = false } = {}): StorageKind[] {
   const dirs: string[] = []
   const dbs: { drop(): Promise<void> }[] = []
   const opened: Storage[] = []
@@ -28,6 +32,19 @@ export function storageKinds(): StorageKind[] {
   const closeAll = async () => {
     await Promise.all(opened.splice(0).map((s) => s.close().catch(() => {})))
   }
+  const postgresKind = (name: string, partitionHistory: boolean): StorageKind => ({
+    name,
+    available: postgresAvailable,
+    open: async () => {
+      const db = await createTestDatabase()
+      dbs.push(db)
+      return track(await postgres({ url: db.url, max: 4, partitionHistory })())
+    },
+    cleanup: async () => {
+      await closeAll()
+      for (const db of dbs.splice(0)) await db.drop()
+    },
+  })
   return [
     { name: 'sqlite :memory:', available: true, open: async () => track(await sqlite({ path: ':memory:' })()), cleanup: closeAll },
     {
@@ -43,19 +60,8 @@ export function storageKinds(): StorageKind[] {
         for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
       },
     },
-    {
-      name: 'postgres',
-      available: postgresAvailable,
-      open: async () => {
-        const db = await createTestDatabase()
-        dbs.push(db)
-        return track(await postgres({ url: db.url, max: 4 })())
-      },
-      cleanup: async () => {
-        await closeAll()
-        for (const db of dbs.splice(0)) await db.drop()
-      },
-    },
+    postgresKind('postgres', true),
+    ...(plainPostgres ? [postgresKind('postgres plain tables', false)] : []),
   ]
 }
 

@@ -139,6 +139,9 @@ function deliveriesTable(table: typeof pgTable) {
       order_key: text('order_key'),
       order_seq: bigint('order_seq', { mode: 'number' }),
       order_state: text('order_state'),
+      // The event's created_at: the partition key of the partitioned layout (postgres-partitions.ts), so an event's
+      // deliveries and attempts live in its day's partitions. Null on rows written before this column.
+      event_created_at: ts('event_created_at'),
     },
     (t) => [
       uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
@@ -178,6 +181,8 @@ function attemptsTable(table: typeof pgTable) {
       // written before these columns whose destination was already gone).
       topic: text('topic'),
       destination_type: text('destination_type'),
+      // Copied from the delivery: attempts live in their event's day partition (null on rows written before this column).
+      event_created_at: ts('event_created_at'),
     },
     (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
   )

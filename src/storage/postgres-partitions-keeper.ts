@@ -1,0 +1,43 @@
+import type PostgresJs from 'postgres'
+import { createPartitionsAhead, daysAhead, dropPartitionsBefore, historyPartitioned } from './postgres-partitions.js'
+import type { DroppedDay, PartitionRequest } from './storage.js'
+
+/** How often a storage on the partitioned layout makes the coming days' partitions by itself (the pruner also does, each pass). */
+const aheadEveryMs = 3_600_000
+
+/**
+ * The storage's side of the partitioned layout: which layout the schema has (read once, again after migrate()),
+ * the coming days' partitions kept made (hourly, so an engine without retention never falls into DEFAULT),
+ * and retention's drop of whole days.
+ */
+export function partitionsKeeper(client: PostgresJs.Sql, schema: string, bound: <T>(work: () => Promise<T>) => Promise<T>) {
+  let layout: Promise<boolean> | undefined
+  let timer: NodeJS.Timeout | undefined
+  const partitioned = (): Promise<boolean> => {
+    if (!layout) {
+      layout = bound(() => historyPartitioned(client, schema))
+      layout.catch(() => (layout = undefined))
+    }
+    return layout
+  }
+  return {
+    partitioned,
+    /** After migrate(): read the layout again, and on the partitioned one keep the coming days made. */
+    async migrated(): Promise<void> {
+      layout = undefined
+      if (!(await partitioned()) || timer) return
+      timer = setInterval(() => void createPartitionsAhead(client, schema, new Date(), daysAhead).catch(() => {}), aheadEveryMs)
+      timer.unref()
+    },
+    async prune(q: PartitionRequest): Promise<DroppedDay[]> {
+      if (!(await partitioned())) return []
+      // Dropping first: a day left detached by an interrupted pass is gone before its day is made again.
+      const dropped = await bound(() => dropPartitionsBefore(client, schema, q.before))
+      await bound(() => createPartitionsAhead(client, schema, q.now, daysAhead))
+      return dropped
+    },
+    close(): void {
+      clearInterval(timer)
+    },
+  }
+}

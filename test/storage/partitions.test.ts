@@ -1,0 +1,211 @@
+import postgresJs from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { idTime, newId } from '../../src/ids.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { createdBounds } from '../../src/storage/postgres-partitioned-claim.js'
+import type { AttemptWrite, DeliveryStatus, NewEventWithDeliveries, Storage } from '../../src/storage/storage.js'
+import { seedOwners } from '../support/records.js'
+import { createTestDatabase, postgresAvailable } from '../support/services.js'
+
+// The partitioned layout of the event log (Postgres): daily partitions by the event's created_at, dropped whole by retention.
+
+const day = 86_400_000
+const day1 = Date.parse('2026-03-01T00:00:00.000Z')
+const at = (ms: number) => new Date(ms)
+const dayName = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')
+
+/** An event created (and timed) at `ms`, with one delivery per destination. */
+function event(tenant: string, id: string, ms: number, destinations: string[], extra: { time?: number; orderKey?: string } = {}): NewEventWithDeliveries {
+  const created = at(ms)
+  return {
+    event: { tenant_id: tenant, id, topic: 't', time: at(extra.time ?? ms), data: { id }, metadata: {}, eligible_for_retry: true, created_at: created },
+    deliveries: destinations.map((d) => ({ id: `dlv-${tenant}-${id}-${d}`, destination_id: d, next_attempt_at: created, ...(extra.orderKey ? { order_key: extra.orderKey } : {}) })),
+  }
+}
+
+/** An attempt of a delivery made at `ms`, leaving it in `status`. */
+function attempt(tenant: string, eventId: string, destination: string, status: DeliveryStatus, ms: number, orderKey?: string): AttemptWrite {
+  const deliveryId = `dlv-${tenant}-${eventId}-${destination}`
+  return {
+    attempt: {
+      id: `att-${deliveryId}-${ms}`,
+      tenant_id: tenant,
+      event_id: eventId,
+      destination_id: destination,
+      delivery_id: deliveryId,
+      attempt_number: 1,
+      manual: false,
+      status: status === 'success' ? 'success' : 'failed',
+      response_status_code: status === 'success' ? 200 : 500,
+      response_body: null,
+      response_headers: null,
+      error: null,
+      error_kind: null,
+      duration_ms: 1,
+      delivered_at: at(ms),
+      topic: 't',
+      destination_type: 'webhook',
+    },
+    delivery: {
+      id: deliveryId,
+      status,
+      next_attempt_at: status === 'pending' ? at(ms + 60_000) : null,
+      successful_at: status === 'success' ? at(ms) : null,
+      ...(orderKey ? { order_key: orderKey } : {}),
+    },
+  }
+}
+
+describe.runIf(postgresAvailable)('postgres partitioned history', () => {
+  let db: { url: string; drop: () => Promise<void> }
+  let s: Storage
+  let sql: postgresJs.Sql
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    s = await postgres({ url: db.url, max: 4, partitionHistory: true })()
+    await s.migrate()
+    sql = postgresJs(db.url, { max: 1, onnotice: () => {} })
+    await seedOwners(s, { drop: ['d1'], kept: ['d1'], fresh: ['d1'], span: ['d1'], dup: ['d1'], crash: ['d1'] })
+  })
+  afterAll(async () => {
+    await s?.close()
+    await sql?.end()
+    await db?.drop()
+  })
+
+  const partitions = async (table: string) =>
+    (await sql<{ name: string }[]>`
+      select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+      where i.inhparent = ${table}::regclass and c.relkind = 'r' order by 1`).map((r) => r.name)
+  const stored = async (tenant: string, id: string) => (await sql<{ n: number }[]>`select count(*)::int as n from events where tenant_id = ${tenant} and id = ${id}`)[0]!.n
+  const exists = async (name: string) => (await sql<{ found: boolean }[]>`select to_regclass(${name}) is not null as found`)[0]!.found
+  /** Make the partitions of `from`'s day and the 7 after it, dropping nothing. */
+  const makeDays = (from: number) => s.prunePartitions!({ before: at(0), now: at(from) })
+
+  it('migrate() makes the partitions of today and the next 7 days, beside a DEFAULT partition', async () => {
+    const today = Math.floor(Date.now() / day) * day
+    for (const table of ['events', 'deliveries', 'attempts']) {
+      const names = await partitions(table)
+      expect(names).toContain(`${table}_default`)
+      for (let i = 0; i <= 7; i++) expect(names).toContain(`${table}_p${dayName(today + i * day)}`)
+    }
+    // The pruner's pass makes them from the day it is given.
+    await makeDays(day1)
+    expect(await partitions('events')).toContain(`events_p${dayName(day1 + 7 * day)}`)
+  })
+
+  it('drops a whole day past the window: its partitions go with their rows and leave no dead tuple', async () => {
+    await makeDays(day1)
+    await s.insertEvents([event('drop', 'a', day1 + 1000, ['d1']), event('drop', 'b', day1 + 2000, ['d1']), event('drop', 'c', day1 + 3000, ['d1'])])
+    // An attempt made two days later still goes to its event's day.
+    await s.recordAttempts(['a', 'b', 'c'].map((id) => attempt('drop', id, 'd1', 'success', day1 + 2 * day)))
+    // The next day holds an old event (by time) that retention deletes, and a pending delivery that keeps its day.
+    await s.insertEvents([event('kept', 'old', day1 + day + 1000, ['d1'], { time: day1 - day }), event('kept', 'pending', day1 + day + 2000, ['d1'])])
+    await s.recordAttempts([attempt('kept', 'old', 'd1', 'success', day1 + day + 5000)])
+
+    const before = at(day1 + 3 * day)
+    const dropped = await s.prunePartitions!({ before, now: at(day1 + 3 * day) })
+    // Day 1 with its rows; days 2 and 3 made empty by the pass that created day 1 go too, day 2 is kept.
+    expect(dropped).toEqual([{ day: dayName(day1), events: 3, deliveries: 3, attempts: 3 }, { day: dayName(day1 + 2 * day), events: 0, deliveries: 0, attempts: 0 }])
+    for (const table of ['events', 'deliveries', 'attempts']) expect(await exists(`${table}_p${dayName(day1)}`)).toBe(false)
+    expect(await stored('drop', 'a')).toBe(0)
+    expect(await exists(`events_p${dayName(day1 + day)}`)).toBe(true)
+
+    // What is left (an old event in a day kept for its pending delivery) goes by DELETE, as on plain tables.
+    expect(await s.pruneEvents({ before, limit: 100 })).toMatchObject({ events: 1, deliveries: 1, attempts: 1 })
+    expect(await stored('kept', 'old')).toBe(0)
+    expect(await stored('kept', 'pending')).toBe(1)
+    // Wait for the statistics to show the DELETE's dead tuple: the three dropped events made none.
+    const deadEvents = async () => {
+      await sql`select pg_stat_force_next_flush()`
+      const [row] = await sql<{ dead: number }[]>`select coalesce(sum(n_dead_tup), 0)::int as dead from pg_stat_user_tables where relname like 'events%'`
+      return row!.dead
+    }
+    const deadline = Date.now() + 60_000
+    while ((await deadEvents()) < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+    expect(await deadEvents()).toBe(1)
+  })
+
+  it('keeps a day with a pending delivery, and drops it once that delivery is finished', async () => {
+    const day5 = day1 + 5 * day
+    await makeDays(day5)
+    await s.insertEvents([event('fresh', 'p', day5 + 1000, ['d1']), event('fresh', 'q', day5 + 2000, ['d1'])])
+    await s.recordAttempts([attempt('fresh', 'q', 'd1', 'success', day5 + 3000)])
+    const pass = () => s.prunePartitions!({ before: at(day5 + 2 * day), now: at(day5 + 2 * day) })
+    expect((await pass()).map((d) => d.day)).not.toContain(dayName(day5))
+    expect(await exists(`deliveries_p${dayName(day5)}`)).toBe(true)
+    await s.recordAttempts([attempt('fresh', 'p', 'd1', 'failed', day5 + 4000)])
+    expect(await pass()).toContainEqual({ day: dayName(day5), events: 2, deliveries: 2, attempts: 2 })
+  })
+
+  it('keeps a day holding an event whose time is still inside the window', async () => {
+    const day9 = day1 + 9 * day
+    await makeDays(day9)
+    await s.insertEvents([event('fresh', 'future', day9 + 1000, [], { time: day9 + 30 * day })])
+    expect((await s.prunePartitions!({ before: at(day9 + 2 * day), now: at(day9 + 2 * day) })).map((d) => d.day)).not.toContain(dayName(day9))
+    expect(await stored('fresh', 'future')).toBe(1)
+  })
+
+  it('lists, counts, claims and orders events on both sides of a day boundary', async () => {
+    const midnight = day1 + 20 * day
+    await makeDays(midnight - day)
+    await s.insertEvents([
+      event('span', 'before', midnight - 1, ['d1'], { orderKey: 'k' }),
+      event('span', 'after', midnight, ['d1'], { orderKey: 'k' }),
+    ])
+    const listed = await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['span'] })
+    expect(listed.map((r) => r.event_id)).toEqual([])
+    const metrics = await s.eventMetrics({ start: at(midnight - day), end: at(midnight + day), limit: 10, dimensions: [], filters: { tenant_id: ['span'] } })
+    expect(metrics[0]?.count).toBe(2)
+    const claim = async (ms: number) =>
+      (await s.claimDueDeliveries({ owner: `w${ms}`, now: at(ms), leaseUntil: at(ms + 1000), limit: 10 })).filter((c) => c.tenant_id === 'span')
+    // FIFO: the later event waits behind the earlier one, although they are in two partitions.
+    const first = await claim(midnight + 1000)
+    expect(first.map((c) => [c.event_id, c.event.data])).toEqual([['before', { id: 'before' }]])
+    await s.recordAttempts([attempt('span', 'before', 'd1', 'success', midnight + 2000, 'k')])
+    const second = await claim(midnight + 3000)
+    expect(second.map((c) => [c.event_id, c.event.data])).toEqual([['after', { id: 'after' }]])
+    await s.recordAttempts([attempt('span', 'after', 'd1', 'success', midnight + 4000, 'k')])
+    const attempted = await s.listEvents({ dir: 'asc', limit: 10, tenantIds: ['span'] })
+    expect(attempted.map((r) => r.event_id)).toEqual(['before', 'after'])
+    const page2 = await s.listEvents({ dir: 'asc', limit: 1, tenantIds: ['span'], after: [midnight - 1, 'before', 'd1'] })
+    expect(page2.map((r) => r.event_id)).toEqual(['after'])
+  })
+
+  it('catches a duplicate within 24 hours of the first publish, across partitions, and one of two racing publishes', async () => {
+    const day30 = day1 + 30 * day
+    await makeDays(day30)
+    const publish = async (ms: number, id = 'e1') => (await s.insertEvents([event('dup', id, ms, ['d1'])]))[0]!.duplicate
+    expect(await publish(day30 + 10 * 3_600_000)).toBe(false)
+    expect(await publish(day30 + 12 * 3_600_000)).toBe(true)
+    expect(await publish(day30 + day + 9 * 3_600_000)).toBe(true) // next day's partition, 23 hours later
+    // Past the idempotency window the same id is a new event (plain tables would still call it a duplicate).
+    expect(await publish(day30 + 2 * day + 12 * 3_600_000)).toBe(false)
+    const racing = await Promise.all([1, 2, 3, 4].map((i) => publish(day30 + 3 * day + i, 'race')))
+    expect(racing.filter((duplicate) => !duplicate)).toHaveLength(1)
+  })
+
+  it('drops a day that an interrupted pass left detached', async () => {
+    const day40 = day1 + 40 * day
+    await makeDays(day40)
+    await s.insertEvents([event('crash', 'x', day40 + 1000, [])])
+    for (const table of ['attempts', 'deliveries', 'events']) await sql.unsafe(`alter table ${table} detach partition ${table}_p${dayName(day40)}`)
+    expect(await s.prunePartitions!({ before: at(0), now: at(day40) })).toContainEqual({ day: dayName(day40), events: 1, deliveries: 0, attempts: 0 })
+    // Made again by the same pass (it is within the coming days), attached and empty.
+    expect(await partitions('events')).toContain(`events_p${dayName(day40)}`)
+    expect(await stored('crash', 'x')).toBe(0)
+  })
+})
+
+describe('delivery ids and the days they carry', () => {
+  it('bounds the event creation time of deliveries whose ids were minted with it, and gives no bound for other ids', () => {
+    const created = new Date('2026-03-01T12:00:00.000Z')
+    const bounds = createdBounds([newId('dlv', created), newId('dlv', new Date(created.getTime() + 5))])
+    // An hour of slack below: ids minted before deliveries carried created_at were made just after it.
+    expect(bounds).toEqual({ lo: '2026-03-01T11:00:00.000Z', hi: '2026-03-01T12:00:00.005Z' })
+    expect(idTime(newId('dlv', created))).toBe(created.getTime())
+    expect(createdBounds(['dlv-by-hand', newId('dlv', created)])).toEqual({ lo: '-infinity', hi: 'infinity' })
+    // A hand-written id that happens to decode lands centuries away: no bound either.
+    expect(createdBounds(['dlv_zzzzzzzzzz00aaaaaaaaaaaa'])).toEqual({ lo: '-infinity', hi: 'infinity' })
+  })
+})
