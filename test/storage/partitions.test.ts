@@ -4,7 +4,7 @@ import { idTime, newId } from '../../src/ids.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { createdBounds } from '../../src/storage/postgres-partitioned-claim.js'
 import type { AttemptWrite, DeliveryStatus, NewEventWithDeliveries, Storage } from '../../src/storage/storage.js'
-import { seedOwners } from '../support/records.js'
+import { attemptWrite, seedOwners } from '../support/records.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 // The partitioned layout of the event log (Postgres): daily partitions by the event's created_at, dropped whole by retention.
@@ -24,37 +24,8 @@ function event(tenant: string, id: string, ms: number, destinations: string[], e
 }
 
 /** An attempt of a delivery made at `ms`, leaving it in `status`. */
-function attempt(tenant: string, eventId: string, destination: string, status: DeliveryStatus, ms: number, orderKey?: string): AttemptWrite {
-  const deliveryId = `dlv-${tenant}-${eventId}-${destination}`
-  return {
-    attempt: {
-      id: `att-${deliveryId}-${ms}`,
-      tenant_id: tenant,
-      event_id: eventId,
-      destination_id: destination,
-      delivery_id: deliveryId,
-      attempt_number: 1,
-      manual: false,
-      status: status === 'success' ? 'success' : 'failed',
-      response_status_code: status === 'success' ? 200 : 500,
-      response_body: null,
-      response_headers: null,
-      error: null,
-      error_kind: null,
-      duration_ms: 1,
-      delivered_at: at(ms),
-      topic: 't',
-      destination_type: 'webhook',
-    },
-    delivery: {
-      id: deliveryId,
-      status,
-      next_attempt_at: status === 'pending' ? at(ms + 60_000) : null,
-      successful_at: status === 'success' ? at(ms) : null,
-      ...(orderKey ? { order_key: orderKey } : {}),
-    },
-  }
-}
+const attempt = (tenant: string, eventId: string, destination: string, status: DeliveryStatus, ms: number, orderKey?: string): AttemptWrite =>
+  attemptWrite(tenant, eventId, destination, status, at(ms), { idSuffix: `-${ms}`, ...(orderKey ? { orderKey } : {}) })
 
 describe.runIf(postgresAvailable)('postgres partitioned history', () => {
   let db: { url: string; drop: () => Promise<void> }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgres } from '../../src/storage/postgres.js'
 import type { AttemptWrite, DeliveryStatus, NewEventWithDeliveries, Storage } from '../../src/storage/storage.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
-import { seedOwners } from '../support/records.js'
+import { attemptWrite, seedOwners } from '../support/records.js'
 import { pgbouncerKind, storageKinds } from '../support/storages.js'
 
 const cutoff = new Date('2026-01-01T00:00:00.000Z')
@@ -17,31 +17,8 @@ function event(tenant: string, id: string, time: Date, destinations: string[]): 
 }
 
 /** One attempt of a delivery, leaving it in `status`. */
-function attempt(tenant: string, eventId: string, destination: string, status: DeliveryStatus): AttemptWrite {
-  const deliveryId = `dlv-${tenant}-${eventId}-${destination}`
-  return {
-    attempt: {
-      id: `att-${deliveryId}`,
-      tenant_id: tenant,
-      event_id: eventId,
-      destination_id: destination,
-      delivery_id: deliveryId,
-      attempt_number: 1,
-      manual: false,
-      status: status === 'success' ? 'success' : 'failed',
-      response_status_code: status === 'success' ? 200 : 500,
-      response_body: null,
-      response_headers: null,
-      error: null,
-      error_kind: null,
-      duration_ms: 1,
-      delivered_at: cutoff,
-      topic: 't',
-      destination_type: 'webhook',
-    },
-    delivery: { id: deliveryId, status, next_attempt_at: status === 'pending' ? new Date(cutoff.getTime() + 60_000) : null, successful_at: status === 'success' ? cutoff : null },
-  }
-}
+const attempt = (tenant: string, eventId: string, destination: string, status: DeliveryStatus): AttemptWrite =>
+  attemptWrite(tenant, eventId, destination, status, cutoff)
 
 async function eventCount(s: Storage, tenant: string): Promise<number> {
   const rows = await s.eventMetrics({ start: new Date(0), end: new Date('2100-01-01T00:00:00Z'), limit: 10, dimensions: [], filters: { tenant_id: [tenant] } })
