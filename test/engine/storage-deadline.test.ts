@@ -116,7 +116,7 @@ describe.runIf(postgresAvailable)('Postgres: a call answered 503 on its deadline
   }, 30_000)
 
   it('with a 100 ms bound under concurrent creates, publishes and a tenant delete: only 2xx, 404, 409 or 503, and nothing left half-deleted', async () => {
-    const tight = await createOutflow({ storage: postgres({ url: db.url, timeoutMs: 100, max: 4 }), apiKey, jwtSecret, encryptionKey, allowPrivateNetworks: true, delivery: { worker: false } })
+    const tight = await createOutflow({ storage: postgres({ url: db.url, timeoutMs: 10_000, requestTimeoutMs: 100, max: 4 }), apiKey, jwtSecret, encryptionKey, allowPrivateNetworks: true, delivery: { worker: false } })
     try {
       await seedTenant('busy')
       const calls: Promise<unknown>[] = []

@@ -120,16 +120,23 @@ export function fill(dir: string): string {
   return path
 }
 
+/** How long a full disk waits at most for a publish to meet it. */
+const diskFullMetWithinMs = 60_000
+
 /**
- * SQLite on a small file system of its own (the caller mounts it): full for `forMs`, then `returnBytes`
- * of space return (all of it by default) — an operator who cleared some room, not all.
+ * SQLite on a small file system of its own (the caller mounts it): full for `forMs` and until a publish was
+ * refused (503), then `returnBytes` of space return (all of it by default) — an operator who cleared some room,
+ * not all. Writes go on into the pages the WAL already has while the disk is full, so on a busy machine that
+ * publishes slowly `forMs` can pass before any write needs more room: the fault lasts until it was met.
  */
 export const diskFull =
   (forMs: number, returnBytes?: number) =>
-  async ({ target, mark }: FaultContext) => {
+  async ({ target, mark, unavailableAnswers }: FaultContext) => {
     const filler = fill(dirname(target.url))
     mark('start')
+    const start = Date.now()
     await sleep(forMs)
+    while (unavailableAnswers() === 0 && Date.now() - start < diskFullMetWithinMs) await sleep(100)
     if (returnBytes === undefined) rmSync(filler)
     else truncateSync(filler, Math.max(0, statSync(filler).size - returnBytes))
     mark('end')

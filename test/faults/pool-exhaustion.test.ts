@@ -33,7 +33,7 @@ describe.runIf(clusterAvailable)('pool exhaustion on Postgres', () => {
     const r = await runScenario(await postgresTarget(cluster, 'pool'), { ...base, name: 'pool exhaustion', fault: lockQueueTable(5_000) })
     expectRecovered(r)
     expect(r.outcomes['503']).toBeGreaterThan(0)
-  }, 60_000)
+  }, 600_000)
 })
 
 describe('pool exhaustion on SQLite', () => {
@@ -55,5 +55,5 @@ describe('pool exhaustion on SQLite', () => {
     expect(r.reads.bad).toEqual([])
     expect(r.reads.outcomes['503']).toBeUndefined()
     expect(r.reads.okDuringFault).toBeGreaterThan(20)
-  }, 60_000)
+  }, 600_000)
 })

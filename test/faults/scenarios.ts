@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'postgres'
 import type { Cluster } from '../support/pg-cluster.js'
-import { startReceiver, waitFor, type Received } from '../support/receiver.js'
+import { startReceiver, waitForProgress, type Received } from '../support/receiver.js'
 import { api, engineErrors, startEngine, startEngines, stopEngines, type EngineOptions, type EngineProcess } from './engine-process.js'
 
 export type { EngineOptions, EngineProcess } from './engine-process.js'
@@ -93,6 +93,8 @@ export interface FaultContext {
   mark(phase: 'start' | 'end'): void
   /** Make the receiver misbehave (`hang`: never answer; `late`: answer 200 after `lateMs`), or behave again. */
   receiver(mode: ReceiverMode | undefined): void
+  /** Publishes answered 503 so far: a fault that must be met holds until one was (see `diskFull`). */
+  unavailableAnswers(): number
 }
 
 export type ReceiverMode = 'hang' | { lateMs: number }
@@ -270,6 +272,7 @@ export async function runScenario(target: ScenarioTarget, options: ScenarioOptio
         else windows.at(-1)!.end = Date.now()
       },
       receiver: (next) => void (mode = next),
+      unavailableAnswers: () => publishers.samples.filter((sample) => sample.outcome === 503).length,
     }
     const publishers = startPublishers(engines, options.publishers, options.requestBoundMs)
     const readers = startReaders(engines, options.readers ?? 0, options.requestBoundMs)
@@ -300,19 +303,27 @@ export async function runScenario(target: ScenarioTarget, options: ScenarioOptio
 }
 
 /**
- * Once the load stopped: wait (up to `drainMs`, or until no engine is left) for every acknowledged event
- * at the receiver and every delivery recorded as a success, then count what was lost and duplicated.
+ * Once the load stopped: wait for every acknowledged event at the receiver and every delivery recorded as a
+ * success, then count what was lost and duplicated. Each wait goes on while the count moves and gives up once
+ * it stalled for `drainMs` (or no engine is left): on a loaded machine delivery is slow, not lost.
  */
 async function drain(target: ScenarioTarget, acked: Set<string>, answered: Received[], anyAlive: () => boolean, drainMs: number, runStart: number) {
   const received = () => new Set(answered.map((r) => String(r.headers['webhook-id'])))
-  const drained = Date.now() + drainMs
-  await waitFor(() => {
+  const arrived = () => {
+    if (!anyAlive()) return acked.size
     const now = received()
-    return [...acked].every((id) => now.has(id)) || !anyAlive()
-  }, drainMs, 'every acknowledged publish delivered').catch(() => undefined)
+    let n = 0
+    for (const id of acked) if (now.has(id)) n++
+    return n
+  }
+  await waitForProgress(arrived, acked.size, 'every acknowledged publish delivered', drainMs).catch(() => undefined)
   // Every delivery recorded as a success: nothing left that could still be attempted (again).
   let left = -1
-  await waitFor(async () => (left = await unrecorded(target)) === 0 || !anyAlive(), Math.max(1_000, drained - Date.now()), 'every delivery recorded').catch(() => undefined)
+  const recorded = async () => {
+    left = await unrecorded(target)
+    return anyAlive() ? -left : 0
+  }
+  await waitForProgress(recorded, 0, 'every delivery recorded', drainMs).catch(() => undefined)
   await sleep(500) // let stragglers (duplicates) arrive
   const seen = received()
   const lost = [...acked].filter((id) => !seen.has(id)).length

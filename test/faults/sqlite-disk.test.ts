@@ -105,7 +105,7 @@ describe.runIf(canMount)('SQLite: the disk fills up', () => {
     // Every delivery ends recorded as a success (results held during the outage were written).
     await waitFor(async () => (await outflow.health()).queue?.depth === 0, 20_000, 'an empty queue')
     expect(errors.filter((m) => m !== 'http request failed')).toEqual([])
-  }, 60_000)
+  }, 600_000)
 })
 
 // Under load, with engine processes and publishers over HTTP (the long version: `npm run chaos -- disk`).
@@ -141,5 +141,5 @@ describe.runIf(canMount)('SQLite: the disk fills up under load', () => {
     expect(r.outcomes['503']).toBeGreaterThan(0)
     // Publishing went on after the fault.
     expect(r.rateAfter).toBeGreaterThan(0)
-  }, 60_000)
+  }, 600_000)
 })
