@@ -14,6 +14,11 @@ export async function scrape(url: string, headers: Record<string, string> = {}):
   const text = await response.text()
   expect(response.status, text).toBe(200)
   expect(response.headers.get('content-type')).toBe(prometheusContentType)
+  return parsePrometheusText(text)
+}
+
+/** The exposition text parsed with prom2javascript. */
+export function parsePrometheusText(text: string): Promise<PromMetrics> {
   return getMetricsFromIterator(text.split('\n')[Symbol.iterator]())
 }
 
