@@ -14,6 +14,7 @@ import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import { cliProcesses } from '../support/cli-process.js'
+import { samples, scrape } from '../support/prometheus-text.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
@@ -191,7 +192,7 @@ async function postgresTables(url: string): Promise<string[]> {
 }
 
 describe('outflow serve with OTEL_EXPORTER_OTLP_ENDPOINT', { timeout: 120_000 }, () => {
-  it('exports its spans over OTLP/HTTP as service "outflow", flushed when it stops', async () => {
+  it('exports its spans over OTLP/HTTP as service "outflow", flushed when it stops, and serves the same metrics to Prometheus', async () => {
     const posts: { path: string; body: string }[] = []
     const collector: Server = createServer((req, res) => {
       let body = ''
@@ -204,12 +205,16 @@ describe('outflow serve with OTEL_EXPORTER_OTLP_ENDPOINT', { timeout: 120_000 },
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve))
     try {
       const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`
-      const server = outflow(['serve'], { OUTFLOW_SQLITE_PATH: join(dir, 'otel.db'), OUTFLOW_API_KEY: apiKey, PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint })
-      const { url } = (await server.logged('listening')) as unknown as { url: string }
+      const server = outflow(['serve'], { OUTFLOW_SQLITE_PATH: join(dir, 'otel.db'), OUTFLOW_API_KEY: apiKey, PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OUTFLOW_PROMETHEUS_PORT: '0' })
+      const { url, metrics } = (await server.logged('listening')) as unknown as { url: string; metrics: string }
       const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
       expect((await fetch(`${url}/api/v1/tenants/acme`, { method: 'PUT', headers })).status).toBe(201)
       const body = JSON.stringify({ tenant_id: 'acme', topic: 'order.created', data: {} })
       expect((await fetch(`${url}/api/v1/publish`, { method: 'POST', headers, body })).status).toBe(202)
+      // One MeterProvider feeds both readers.
+      const scraped = await scrape(metrics)
+      expect(samples(scraped, 'published_events_total').map((s) => [s.labels.topic, s.value])).toEqual([['order.created', 1]])
+      expect(samples(scraped, 'target_info')[0]!.labels.service_name).toBe('outflow')
       server.proc.kill('SIGTERM')
       expect(await server.exited).toBe(0)
       const sent = (path: string) => posts.filter((p) => p.path === path).map((p) => p.body).join('')
