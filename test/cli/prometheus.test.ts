@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { cliProcesses } from '../support/cli-process.js'
+import { cliProcesses, serveStorages } from '../support/cli-process.js'
 import { histograms, samples, scopeLabels, scrape } from '../support/prometheus-text.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
-import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'outflow-prometheus-'))
 const cli = cliProcesses(dir)
@@ -20,18 +19,7 @@ afterAll(async () => {
 })
 
 /** The queue gauges read the storage, so `serve` runs on each. */
-const storages = [
-  { name: 'sqlite', available: true, env: async () => ({ OUTFLOW_SQLITE_PATH: join(dir, `serve-${Math.random().toString(36).slice(2)}.db`) }) },
-  {
-    name: 'postgres',
-    available: postgresAvailable,
-    env: async () => {
-      const db = await createTestDatabase()
-      drops.push(db.drop)
-      return { DATABASE_URL: db.url, OUTFLOW_ENCRYPTION_KEY: 'cli-test-encryption-key-0123456789' }
-    },
-  },
-]
+const storages = serveStorages(dir, drops)
 
 /** `outflow serve` with `env`; its API URL, /metrics URL, and a JSON API call with the admin key. */
 async function serve(env: Record<string, string>) {

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { waitFor } from './receiver.js'
+import { createTestDatabase, postgresAvailable } from './services.js'
 
 const main = join(import.meta.dirname, '../../src/cli/main.ts')
 /** tsx's loader by path, so the CLI also runs with a working directory outside the checkout. */
@@ -49,4 +50,23 @@ export function cliProcesses(defaultCwd: string) {
       for (const proc of running) if (proc.exitCode === null) proc.kill('SIGKILL')
     },
   }
+}
+
+/**
+ * The storages `outflow serve` runs on in the CLI suites: the variables of a fresh database on each
+ * (a SQLite file in `dir`, or a Postgres database whose drop is pushed to `drops`).
+ */
+export function serveStorages(dir: string, drops: (() => Promise<void>)[]) {
+  return [
+    { name: 'sqlite', available: true, env: async (): Promise<Record<string, string>> => ({ OUTFLOW_SQLITE_PATH: join(dir, `serve-${Math.random().toString(36).slice(2)}.db`) }) },
+    {
+      name: 'postgres',
+      available: postgresAvailable,
+      env: async (): Promise<Record<string, string>> => {
+        const db = await createTestDatabase()
+        drops.push(db.drop)
+        return { DATABASE_URL: db.url, OUTFLOW_ENCRYPTION_KEY: 'cli-test-encryption-key-0123456789' }
+      },
+    },
+  ]
 }
