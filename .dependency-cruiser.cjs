@@ -1,7 +1,7 @@
 // The layers of DESIGN §1 as import rules, checked by test/architecture.test.ts (so `npm test` fails on a breach):
 //   (adapters, cli) -> http -> engine -> (delivery -> destinations -> net, storage) -> model -> leaf modules
 // The one way down from the top: src/create-outflow.ts hands src/http's handler to the engine.
-const top = '^src/(index|create-outflow)[.]ts$'
+const top = '^src/(index|create-outflow|prometheus)[.]ts$'
 const engine = '^src/(engine/|engine[.]ts$|options[.]ts$)'
 const leaf = '^src/(errors|ids|credentials|load-peer|logger|telemetry|tokens)[.]ts$'
 

@@ -10,8 +10,8 @@ import { createOutflow } from '../../src/create-outflow.js'
 import type { OutflowError } from '../../src/errors.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import { catalog, orderSchema } from '../support/catalog.js'
+import { serveStorages } from '../support/cli-process.js'
 import { waitFor } from '../support/receiver.js'
-import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'outflow-topics-file-'))
 const running: ChildProcess[] = []
@@ -121,18 +121,7 @@ async function serve(env: Record<string, string>): Promise<{ api: string; output
   return { api: `${listening.url}/api/v1`, output: () => output }
 }
 
-const storages = [
-  { name: 'sqlite', available: true, env: async () => ({ OUTFLOW_SQLITE_PATH: join(dir, `serve-${Math.random().toString(36).slice(2)}.db`) }) },
-  {
-    name: 'postgres',
-    available: postgresAvailable,
-    env: async () => {
-      const db = await createTestDatabase()
-      drops.push(db.drop)
-      return { DATABASE_URL: db.url, OUTFLOW_ENCRYPTION_KEY: 'cli-test-encryption-key-0123456789' }
-    },
-  },
-]
+const storages = serveStorages(dir, drops)
 
 for (const storage of storages) {
   describe.runIf(storage.available)(`outflow serve with OUTFLOW_TOPICS_FILE on ${storage.name}`, { timeout: 120_000 }, () => {
