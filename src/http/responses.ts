@@ -32,3 +32,18 @@ export function errorResponse(error: unknown, logger?: HttpLogger, context: Reco
   const headers = error instanceof OutflowError ? error.headers : undefined
   return jsonResponse(status, { status, message: status === 503 ? 'service unavailable' : 'internal error' }, headers)
 }
+
+/**
+ * `response` with `headers` added, as a new Response. Setting them on `response.headers` is not enough
+ * where @hono/node-server has replaced the global Response (as its server does): once the body is read,
+ * that Response answers from its original init, without them.
+ *
+ * @example
+ * withHeaders(errorResponse(error), { Deprecation: 'true' })
+ */
+export function withHeaders(response: Response, headers: Record<string, string>): Response {
+  if (Object.keys(headers).length === 0) return response
+  const merged = new Headers(response.headers)
+  for (const [name, value] of Object.entries(headers)) merged.set(name, value)
+  return new Response(response.body, { status: response.status, headers: merged })
+}

@@ -14,6 +14,7 @@ export const entrySources: Record<string, string> = {
   './express': 'adapters/express.ts',
   './hono': 'adapters/hono.ts',
   './fastify': 'adapters/fastify.ts',
+  './nestjs': 'adapters/nestjs.ts',
   './verify': 'src/verify.ts',
   './prometheus': 'src/prometheus.ts',
 }

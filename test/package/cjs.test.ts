@@ -9,7 +9,8 @@ const root = resolve(import.meta.dirname, '../..')
 
 /**
  * The CommonJS build must load where require(esm) is not available (tsx's CJS mode, Jest, ts-node):
- * it carries the ESM-only dependencies (jose, p-queue) inside. Built here into a temp folder.
+ * it carries the ESM-only dependencies (jose, p-queue) inside. Built here into a temp folder; the
+ * `outflow/nestjs` entry is loaded from it in both module systems.
  */
 describe('the CommonJS build', () => {
   // Inside the checkout (.tmp/ is ignored) so the bundle resolves node_modules and migrations/ as a package would.
@@ -42,5 +43,33 @@ describe('the CommonJS build', () => {
     writeFileSync(file, probe('tsx'))
     const { stdout } = await run(process.execPath, [join(root, 'node_modules/tsx/dist/cli.mjs'), file], { cwd: root })
     expect(JSON.parse(stdout.trim())).toEqual({ file: 'tsx', status: 200, error: 'function' })
+  })
+
+  // Nest 12 is ESM only: a CommonJS host requires it through require(esm), as Nest documents.
+  const nestProbe = (system: 'esm' | 'cjs') => {
+    const ext = system === 'esm' ? 'js' : 'cjs'
+    const load = (file: string) => (system === 'esm' ? `await import(${JSON.stringify(join(out, `${file}.${ext}`))})` : `require(${JSON.stringify(join(out, `${file}.${ext}`))})`)
+    return `
+    ;(async () => {
+      const { Outflow } = ${load('index')}
+      const { OutflowModule } = ${load('nestjs')}
+      const { sqlite } = ${load('sqlite')}
+      const { Module } = ${system === 'esm' ? "await import('@nestjs/common')" : "require('@nestjs/common')"}
+      const { NestFactory } = ${system === 'esm' ? "await import('@nestjs/core')" : "require('@nestjs/core')"}
+      class AppModule {}
+      Module({ imports: [OutflowModule.forRoot({ storage: sqlite({ path: ':memory:' }), apiKey: 'a-nest-test-admin-key', jwtSecret: 'a-nest-test-jwt-secret' })] })(AppModule)
+      const context = await NestFactory.createApplicationContext(AppModule, { logger: false, abortOnError: false })
+      const outflow = context.get(Outflow)
+      await outflow.upsertTenant('t1')
+      await context.close()
+      console.log(JSON.stringify({ system: ${JSON.stringify(system)}, engine: outflow instanceof Outflow, closed: outflow.closed }))
+    })().catch((e) => { console.error(e); process.exit(1) })`
+  }
+
+  it.each(['esm', 'cjs'] as const)('outflow/nestjs (%s) provides, under the Outflow class of `outflow`, an engine it closes with the app', async (system) => {
+    const file = join(out, `nest-probe.${system === 'esm' ? 'mjs' : 'cjs'}`)
+    writeFileSync(file, nestProbe(system))
+    const { stdout } = await run(process.execPath, [file], { cwd: root })
+    expect(JSON.parse(stdout.trim())).toEqual({ system, engine: true, closed: true })
   })
 })
