@@ -2,7 +2,7 @@ import { and, asc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql } f
 import { holdTenant } from './sql-directory.js'
 import { promoteHeads } from './sql-ordering.js'
 import { deliveriesInIdOrder, keysetCondition, type Db, type SqlContext } from './sql-context.js'
-import type { ExpungeJobRecord, ExpungeOutcome, ExpungeStep, ExpungeStepRequest, NewExpungeJob } from './storage.js'
+import type { ExpungeJobRecord, ExpungeOutcome, ExpungeStep, ExpungeStepRequest, NewExpungeJob, Storage } from './storage.js'
 
 // Erasure: an event's payload and its attempts' response bodies are removed, its deliveries end (status
 // 'expunged': never claimed, replayed or retried again), and the log keeps ids, topic, times and status codes.
@@ -147,4 +147,18 @@ export async function advanceExpungeJob(ctx: SqlContext, q: ExpungeStepRequest):
       .returning()
     return { outcome: 'erased', job: next as ExpungeJobRecord, event_ids: fresh }
   })
+}
+
+/** The Storage port's erasure methods over a dialect's SqlContext. */
+export function expungeMethods(
+  ctx: SqlContext,
+): Pick<Storage, 'expungeEvents' | 'insertExpungeJob' | 'getExpungeJob' | 'claimExpungeJob' | 'advanceExpungeJob' | 'releaseExpungeJobs'> {
+  return {
+    expungeEvents: (t, ids, now) => expungeEvents(ctx, t, ids, now),
+    insertExpungeJob: (job) => insertExpungeJob(ctx, job),
+    getExpungeJob: (t, id) => getExpungeJob(ctx, t, id),
+    claimExpungeJob: (owner, now, until) => claimExpungeJob(ctx, owner, now, until),
+    advanceExpungeJob: (q) => advanceExpungeJob(ctx, q),
+    releaseExpungeJobs: (owner) => releaseExpungeJobs(ctx, owner),
+  }
 }
