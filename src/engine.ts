@@ -3,6 +3,7 @@ import type { OutflowEvents } from './delivery/events.js'
 import type { EngineContext } from './engine/context.js'
 import * as destinations from './engine/destinations.js'
 import * as replays from './engine/replays.js'
+import * as expunge from './engine/expunge.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
 import { publishEvents, type PublishOptions } from './engine/publish.js'
@@ -184,16 +185,12 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * @example
    * const job = await outflow.replayDestination('acme', 'des_1', { since: '2026-11-01T00:00:00Z', status: 'skipped' })
    */
-  async replayDestination(tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
-    const job = await replays.replayDestination(this.#ctx, tenantId, destinationId, body)
-    this.#runtime.replays.wake()
-    return job
+  replayDestination(tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
+    return replays.replayDestination(this.#ctx, tenantId, destinationId, body)
   }
   /** `replayDestination` for several destinations of a tenant (`destination_id`, default every enabled one): one job each. */
-  async replayTenant(tenantId: string, body: unknown): Promise<ReplayJob[]> {
-    const jobs = await replays.replayTenant(this.#ctx, tenantId, body)
-    this.#runtime.replays.wake()
-    return jobs
+  replayTenant(tenantId: string, body: unknown): Promise<ReplayJob[]> {
+    return replays.replayTenant(this.#ctx, tenantId, body)
   }
   /** A replay job's progress. */
   getReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
@@ -202,6 +199,14 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /** Cancel a replay job; what it already handed to the worker (one batch at most) is still attempted. */
   cancelReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
     return replays.cancelReplay(this.#ctx, tenantId, destinationId, jobId)
+  }
+  /** Erase events of a tenant: `{ ids }` (at most 1,000) answered per id, or `{ from, to?, topic? }` as a durable job (docs/delivery.md › Erasure). */
+  expungeEvents<B extends expunge.ExpungeInput>(tenantId: string, body: B): Promise<expunge.ExpungeAnswer<B>> {
+    return expunge.expungeEvents(this.#ctx, tenantId, body) as Promise<expunge.ExpungeAnswer<B>>
+  }
+  /** An erasure job's progress. */
+  getExpungeJob(tenantId: string, jobId: string): Promise<expunge.ExpungeJob> {
+    return expunge.getExpungeJob(this.#ctx, tenantId, jobId)
   }
   /** Every destination type with its fields, icon and instructions, for forms. */
   async listDestinationTypes(): Promise<DestinationTypeSchema[]> {

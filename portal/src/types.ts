@@ -52,6 +52,8 @@ export interface OutflowEvent {
   metadata: Record<string, string>
   status: 'success' | 'failed'
   data: Json
+  /** Present once the event was erased: `data` is null, attempts keep no response body, and it is never sent again. */
+  expunged_at?: string
 }
 
 export interface Attempt {

@@ -27,4 +27,8 @@ export interface EngineContext {
    * cached publishers; resolves when its attempts already running have ended.
    */
   stopDeliveries(tenantId: string, destinationId?: string): Promise<void>
+  /** After events were erased: the worker drops their queued deliveries; resolves when their attempts already running have ended. */
+  stopEventDeliveries(tenantId: string, eventIds: string[]): Promise<void>
+  /** A replay or erasure job was created: the local runners look for it now rather than at their next poll. */
+  jobCreated(): void
 }

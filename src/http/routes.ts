@@ -1,16 +1,8 @@
 import * as v from 'valibot'
 import type { Outflow } from '../engine.js'
 import { CreateDestinationSchema, DestinationSchema, ListDestinationsQuerySchema, UpdateDestinationSchema } from '../model/destination.js'
-import {
-  DeliveryAttemptSchema,
-  EventSchema,
-  GetEventQuerySchema,
-  ListAdminEventsQuerySchema,
-  ListDestinationEventsQuerySchema,
-  ListEventsQuerySchema,
-  PublishResultSchema,
-  PublishSchema,
-} from '../model/event.js'
+import { DeliveryAttemptSchema, EventSchema, GetEventQuerySchema, ListAdminEventsQuerySchema, ListDestinationEventsQuerySchema, ListEventsQuerySchema, PublishResultSchema, PublishSchema } from '../model/event.js'
+import { ExpungeJobSchema, ExpungeResultSchema, ExpungeSchema, type ExpungeInput } from '../model/expunge.js'
 import { AttemptMetricsQuerySchema, EventMetricsQuerySchema, MetricsResponseSchema, type AttemptMetricsQuery, type EventMetricsQuery } from '../model/metrics.js'
 import { ListTenantsQuerySchema, PortalSessionSchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
@@ -316,6 +308,25 @@ export const routes: RouteSpec[] = [
     params: eventParams, query: NoQuerySchema,
     responses: [{ status: 200, description: 'List of delivery attempts, newest first', schema: v.array(DeliveryAttemptSchema) }],
     handle: ({ outflow, params }) => outflow.listDeliveries(params.tenant_id!, params.event_id!),
+  },
+  {
+    method: 'POST', path: '/tenants/{tenant_id}/events/expunge', operationId: 'expungeEvents', summary: 'Expunge Events', tag: 'Events', access: 'tenant',
+    params: tenantParams, query: NoQuerySchema, body: { schema: ExpungeSchema, required: true },
+    responses: [
+      { status: 200, description: '`ids`: erased at once; per id `expunged` or `not_found`', schema: ExpungeResultSchema },
+      { status: 202, description: 'A time range (`from`, `to`, `topic`): the erasure job started', schema: ExpungeJobSchema },
+    ],
+    handle: async ({ outflow, params, body }) => {
+      const answer = await outflow.expungeEvents(params.tenant_id!, body as ExpungeInput)
+      return 'results' in answer ? answer : new Reply(202, answer)
+    },
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/expunges/{job_id}', operationId: 'getExpungeJob', summary: 'Get Expunge Job', tag: 'Events', access: 'tenant',
+    params: { ...tenantParams, job_id: PathIdSchema }, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Erasure job and its progress', schema: ExpungeJobSchema }],
+    errors: [{ status: 404, description: 'Tenant or expunge job not found' }],
+    handle: ({ outflow, params }) => outflow.getExpungeJob(params.tenant_id!, params.job_id!),
   },
   {
     method: 'GET', path: '/tenants/{tenant_id}/destinations/{destination_id}/events', operationId: 'listDestinationEvents', summary: 'List Events by Destination', tag: 'Events', access: 'tenant', deprecated: true,
