@@ -5,6 +5,7 @@ import * as destinations from './engine/destinations.js'
 import * as replays from './engine/replays.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
+import { readPayload } from './engine/payloads.js'
 import { publishEvents, type PublishOptions } from './engine/publish.js'
 import { publishInTransaction, publishThroughConnection } from './engine/publish-in-transaction.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
@@ -292,6 +293,10 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /** @deprecated Use `getEvent(tenantId, eventId, { destination_id })`. */
   getDestinationEvent(tenantId: string, destinationId: string, eventId: string): Promise<Event> {
     return events.getEvent(this.#ctx, tenantId, eventId, { destination_id: destinationId }, true)
+  }
+  /** What a thin delivery's payload link answers: the event's data as canonical JSON, or a 404 for any link not valid now. */
+  readPayload(token: string): Promise<string> {
+    return readPayload(this.#ctx, token)
   }
   /** Enqueue one manual attempt now, whatever the automatic schedule. */
   async retryDelivery(tenantId: string, destinationId: string, eventId: string): Promise<{ success: true }> {

@@ -19,6 +19,7 @@ import { TopicInfoSchema } from '../model/topic.js'
 import { RotateSigningKeySchema, SigningKeySetSchema } from '../model/signing-keys.js'
 import { EnableQuerySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema, type EnableQuery } from '../model/replay.js'
 import { nestQuery, type QueryRecord } from './query.js'
+import { JsonText } from './responses.js'
 import {
   EnabledDestinationSchema,
   EventPageSchema,
@@ -344,6 +345,13 @@ export const routes: RouteSpec[] = [
     path: '/metrics/attempts', operationId: 'getAttemptMetrics', summary: 'Get Attempt Metrics', description: 'Aggregated attempt metrics', query: AttemptMetricsQuerySchema,
     read: (outflow, query: AttemptMetricsQuery, scope) => outflow.attemptMetrics(query, scope),
   }),
+  {
+    method: 'GET', path: '/payloads/{token}', operationId: 'getPayload', summary: 'The data of a thin delivery (its signed, expiring payload_url)', tag: 'Events', access: 'public',
+    params: { token: v.string() }, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'The event\'s data as canonical JSON (object keys sorted): the bytes whose size and sha256 the thin envelope carries', schema: v.unknown() }],
+    errors: [{ status: 404, description: 'The same answer for an expired, changed or unknown link and for an event, destination or data that is gone' }],
+    handle: async ({ outflow, params }) => new JsonText(await outflow.readPayload(params.token!)),
+  },
   {
     method: 'GET', path: '/healthz', operationId: 'health', summary: 'Health check', tag: 'Service', access: 'public',
     params: {}, query: HealthQuerySchema,
