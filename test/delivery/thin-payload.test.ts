@@ -3,6 +3,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { ThinEnvelope as Envelope } from '../../src/delivery/thin-payload.js'
 import type { Outflow } from '../../src/engine.js'
 import { createHttpHandler } from '../../src/http/handler.js'
 import { sendWebResponse, toWebRequest } from '../../src/http/node.js'
@@ -15,17 +16,6 @@ import { startReceiver, waitFor, type Received } from '../support/receiver.js'
 
 // Thin deliveries: the destination receives an envelope signed like any body, and fetches the data from the
 // engine's own HTTP API through a signed, expiring link whose bytes match the envelope's size and sha256.
-
-interface Envelope {
-  id: string
-  topic: string
-  time: string
-  metadata: Record<string, string>
-  size: number
-  sha256: string
-  payload_url: string
-  payload_expires_at: string
-}
 
 /** The engine served on a real port, its `publicUrl` known before it is created (the server starts first). */
 async function servedEngine(create: (options: Partial<OutflowOptions>) => Promise<Outflow>, options: Partial<OutflowOptions> = {}) {

@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgresAvailable } from '../support/services.js'
 import { axeViolations, chromiumAvailable, launchBrowser, type Browser } from './browser.js'
-import { startExpressServer, type PortalServer, type StorageName } from './servers.js'
+import { adminApi, startExpressServer, type PortalServer, type StorageName } from './servers.js'
 
 // The destination page shows how the destination receives an event's data: full, thin, thin above a size, or
 // its type's default (docs/delivery.md › Thin payloads), in Chromium on an Express host with a publicUrl.
@@ -24,14 +24,7 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
   describe.runIf(chromiumAvailable && (storage === 'sqlite' || postgresAvailable))(`portal payload setting in Chromium on ${storage}`, { timeout: 60_000 }, () => {
     let server: PortalServer
     let page: Page
-    const api = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${server.origin}/api/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${server.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      return { status: response.status, body: (await response.json()) as any }
-    }
+    const api = (method: string, path: string, body?: unknown) => adminApi(server)(method, path, body)
 
     beforeAll(async () => {
       server = await startExpressServer(storage, { publicUrl: 'https://hooks.example.com/api/v1' })
