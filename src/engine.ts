@@ -6,6 +6,7 @@ import * as replays from './engine/replays.js'
 import * as expunge from './engine/expunge.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
+import { readPayload } from './engine/payloads.js'
 import { publishEvents, type PublishOptions } from './engine/publish.js'
 import { publishInTransaction, publishThroughConnection } from './engine/publish-in-transaction.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
@@ -78,12 +79,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
     return this.storage.migrate()
   }
 
-  /**
-   * Serve the `/api/v1` HTTP API from a Web-standard Request.
-   *
-   * @example
-   * Bun.serve({ fetch: (req) => outflow.fetch(req) })
-   */
+  /** Serve the `/api/v1` HTTP API from a Web-standard Request, e.g. `Bun.serve({ fetch: (req) => outflow.fetch(req) })`. */
   fetch(request: Request): Promise<Response> {
     if (!this.#createHandler) return Promise.reject(new OutflowError('unavailable', 'this engine was constructed without an HTTP handler: create it with createOutflow'))
     const handler = (this.#handler ??= this.#createHandler(this))
@@ -297,6 +293,10 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /** @deprecated Use `getEvent(tenantId, eventId, { destination_id })`. */
   getDestinationEvent(tenantId: string, destinationId: string, eventId: string): Promise<Event> {
     return events.getEvent(this.#ctx, tenantId, eventId, { destination_id: destinationId }, true)
+  }
+  /** What a thin delivery's payload link answers: the event's data as canonical JSON, or a 404 for any link not valid now. */
+  readPayload(token: string): Promise<string> {
+    return readPayload(this.#ctx, token)
   }
   /** Enqueue one manual attempt now, whatever the automatic schedule. */
   async retryDelivery(tenantId: string, destinationId: string, eventId: string): Promise<{ success: true }> {

@@ -39,6 +39,8 @@ export interface Destination {
   filter?: JsonObject | null
   metadata?: JsonObject | null
   delivery_metadata?: Record<string, string> | null
+  /** Full or thin deliveries; absent: the type's default. */
+  payload?: 'full' | 'thin' | { thin_above_bytes: number }
   target?: string
   target_url?: string
 }

@@ -64,6 +64,8 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_SIGNING_KEYS', 'signing.keys', 'list'),
   variable('OUTFLOW_SIGNING_OVERLAP', 'signing.overlap'),
   variable('OUTFLOW_MAX_BODY_BYTES', 'maxBodyBytes', 'integer'),
+  variable('OUTFLOW_PUBLIC_URL', 'publicUrl'),
+  variable('OUTFLOW_PAYLOAD_LINK_TTL', 'payloadLinkTtl'),
   variable('OUTFLOW_MIGRATE', 'migrate', 'boolean'),
   variable('OUTFLOW_DELIVERY_WORKER', 'delivery.worker', 'boolean'),
   variable('OUTFLOW_DELIVERY_CONCURRENCY', 'delivery.concurrency', 'integer'),

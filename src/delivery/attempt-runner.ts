@@ -114,7 +114,7 @@ export class AttemptRunner {
       // One deadline for every destination type: each publisher honours the signal and reports a timeout.
       const deadline = startDeadline(destination.delivery?.timeout_ms ?? this.#ctx.options.delivery.timeoutMs)
       try {
-        return await publisher.publish(deliveryMessage(d, destination, span?.headers), { signal: deadline.signal })
+        return await publisher.publish(deliveryMessage(d, destination, span?.headers, this.#ctx.payloadLinks, this.#ctx.now()), { signal: deadline.signal })
       } finally {
         deadline.clear()
       }

@@ -15,6 +15,8 @@ export interface EngineContext {
   signingKeys: SigningKeyring
   /** Secret that signs tenant tokens (configured, or random per process with a warning). */
   jwtSecret: string
+  /** The key of thin deliveries' payload links, derived from jwtSecret (src/tokens.ts). */
+  payloadLinkKey: Uint8Array
   /** Spans and metrics of publishes. */
   telemetry: Telemetry
   /** The topic catalog, compiled at start; undefined without the `topics` option. */

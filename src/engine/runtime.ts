@@ -6,9 +6,10 @@ import { ReplayRunner } from '../delivery/replay-runner.js'
 import { ExpungeRunner } from '../delivery/expunge-runner.js'
 import { Supervisor } from '../delivery/supervisor.js'
 import { DeliveryWorker } from '../delivery/worker.js'
-import type { ResolvedOptions } from '../options.js'
+import { durationMs, type ResolvedOptions } from '../options.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
+import { payloadLinkKey } from '../tokens.js'
 import type { Catalog } from '../delivery/catalog.js'
 import type { EngineContext } from './context.js'
 import { credentialKeys } from './credential-keys.js'
@@ -51,12 +52,14 @@ export class EngineRuntime {
     const keys = credentialKeys(options, storage)
     const now = () => new Date()
     const signingKeys = new SigningKeyring(storage, options, keys, now)
+    const linkKey = payloadLinkKey(secret)
     this.ctx = {
       storage: forCallers,
       options,
       credentialKeys: keys,
       signingKeys,
       jwtSecret: secret,
+      payloadLinkKey: linkKey,
       telemetry,
       catalog,
       now,
@@ -70,7 +73,8 @@ export class EngineRuntime {
     }
     const supervisor = (this.supervisor = new Supervisor(options.supervisor, options.logger))
     const signers = () => signingKeys.signers()
-    this.worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry, reporter: reporter(this.ctx, () => this.operatorSink), signers, supervisor })
+    const payloadLinks = options.publicUrl ? { baseUrl: options.publicUrl.replace(/\/+$/, ''), ttlMs: durationMs(options.payloadLinkTtl), key: linkKey } : undefined
+    this.worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry, reporter: reporter(this.ctx, () => this.operatorSink), signers, supervisor, payloadLinks })
     this.writer = new EventWriter(forCallers, this.worker, now)
     this.replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.worker.wake(), supervisor })
     this.expunges = new ExpungeRunner({ storage, options, now, supervisor, erased: (tenantId, eventIds) => this.worker.stopEventDeliveries(tenantId, eventIds) })

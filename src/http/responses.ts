@@ -15,7 +15,17 @@ const jsonHeaders = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-
  * jsonResponse(201, destination)
  */
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { ...jsonHeaders, ...headers } })
+  return jsonTextResponse(status, JSON.stringify(body), headers)
+}
+
+/** A handler's answer that is JSON text already, sent byte for byte (a thin delivery's payload). */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/** A response of JSON text sent as it is (bytes a client checks against a digest), never cached. */
+export function jsonTextResponse(status: number, text: string, headers: Record<string, string> = {}): Response {
+  return new Response(text, { status, headers: { ...jsonHeaders, ...headers } })
 }
 
 /**

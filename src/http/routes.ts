@@ -11,6 +11,7 @@ import { TopicInfoSchema } from '../model/topic.js'
 import { RotateSigningKeySchema, SigningKeySetSchema } from '../model/signing-keys.js'
 import { EnableQuerySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema, type EnableQuery } from '../model/replay.js'
 import { nestQuery, type QueryRecord } from './query.js'
+import { payloadRoute } from './payload-route.js'
 import {
   EnabledDestinationSchema,
   EventPageSchema,
@@ -103,7 +104,6 @@ const listDestinationTypes: RouteSpec = {
   responses: [{ status: 200, description: 'List of destination type schemas', schema: v.array(DestinationTypeInfoSchema) }],
   handle: ({ outflow }) => outflow.listDestinationTypes(),
 }
-
 const getDestinationType: RouteSpec = {
   method: 'GET', path: '/destination-types/{type}', operationId: 'getDestinationType', summary: 'Get Destination Type Schema', tag: 'Destination types', access: 'token',
   params: typeParam, query: NoQuerySchema,
@@ -355,6 +355,7 @@ export const routes: RouteSpec[] = [
     path: '/metrics/attempts', operationId: 'getAttemptMetrics', summary: 'Get Attempt Metrics', description: 'Aggregated attempt metrics', query: AttemptMetricsQuerySchema,
     read: (outflow, query: AttemptMetricsQuery, scope) => outflow.attemptMetrics(query, scope),
   }),
+  payloadRoute,
   {
     method: 'GET', path: '/healthz', operationId: 'health', summary: 'Health check', tag: 'Service', access: 'public',
     params: {}, query: HealthQuerySchema,

@@ -150,6 +150,7 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord, r
         delivery_metadata: r.delivery_metadata,
         metadata: r.metadata,
         delivery: r.delivery ?? null,
+        payload: r.payload ?? null,
         updated_at: r.updated_at,
       })
       .where(and(match, eq(destinations.updated_at, readAt)))

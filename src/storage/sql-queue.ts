@@ -248,6 +248,20 @@ export async function getEvent(ctx: SqlContext, tenantId: string, eventId: strin
   return (row as EventRow | undefined) ?? null
 }
 
+/** An event's data when it has a delivery to the destination, whatever the delivery's state (a thin delivery's link). */
+export async function getDeliveredData(ctx: SqlContext, tenantId: string, eventId: string, destinationId: string): Promise<{ data: unknown } | null> {
+  const { deliveries: d, events: e } = ctx.tables
+  const [row] = await ctx.run((db) =>
+    db
+      .select({ data: e.data })
+      .from(d)
+      .innerJoin(e, and(eq(e.tenant_id, d.tenant_id), eq(e.id, d.event_id)))
+      .where(and(eq(d.tenant_id, tenantId), eq(d.event_id, eventId), eq(d.destination_id, destinationId)))
+      .limit(1),
+  )
+  return row ?? null
+}
+
 export async function listAttempts(ctx: SqlContext, tenantId: string, eventId: string): Promise<AttemptRecord[]> {
   const { attempts } = ctx.tables
   const rows = await ctx.run((db) =>

@@ -49,6 +49,7 @@ export function createSqlStorage(
     listEvents: (q) => queue.listEvents(ctx, q),
     getEvent: (t, e, d) => queue.getEvent(ctx, t, e, d),
     listAttempts: (t, e) => queue.listAttempts(ctx, t, e),
+    getDeliveredData: (t, e, d) => queue.getDeliveredData(ctx, t, e, d),
     queueStats: (now) => queue.queueStats(ctx, now),
     ping: () => queue.ping(ctx),
     eventMetrics: (q) => metrics.eventMetrics(ctx, q),

@@ -151,6 +151,8 @@ export interface Storage {
   listEvents(query: EventListRequest): Promise<EventRow[]>
   /** One pair: for `destinationId` when given, else the most recently attempted one. */
   getEvent(tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null>
+  /** The event's data when it has a delivery (in any state) to `destinationId`, else null: what a payload link answers. */
+  getDeliveredData(tenantId: string, eventId: string, destinationId: string): Promise<{ data: unknown } | null>
   /** Every attempt of an event (all destinations), newest first. */
   listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
 

@@ -58,6 +58,8 @@ const expectations: Record<string, [admin: number, own: number, other: number, n
   // A token sees the metrics of its own tenant (the path names none), so another tenant's token is 200 too.
   'GET /metrics/events':                                                                 [200, 200, 200, 401],
   'GET /metrics/attempts':                                                               [200, 200, 200, 401],
+  // The token in the path is the only credential: Authorization opens nothing (a link that is not one is 404 for all).
+  'GET /payloads/{token}':                                                               [404, 404, 404, 404],
   'GET /healthz':                                                                        [200, 200, 200, 200],
   'GET /signing-keys':                                                                   [200, 200, 200, 200],
   'POST /signing-keys/rotate':                                                           [200, 403, 403, 401],
@@ -119,6 +121,7 @@ const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
   'POST /tenants/{tenant_id}/replay': async (ctx) => ({ path: '/tenants/acme/replay', json: { since: '2024-01-01T00:00:00Z', until: '2024-01-02T00:00:00Z', destination_id: [ctx.destinations.acmeOk] } }),
   'GET /metrics/events': async () => ({ path: '/metrics/events?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&granularity=1h&measures[]=count' }),
   'GET /metrics/attempts': async () => ({ path: '/metrics/attempts?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&measures[0]=count&dimensions[0]=status' }),
+  'GET /payloads/{token}': async () => ({ path: '/payloads/WyJhY21lIiwiZTEiLCJkMSIsOTk5OTk5OTk5OV0.bm90LWEtbWFj' }),
   'GET /healthz': async () => ({ path: '/healthz' }),
   'GET /signing-keys': async () => ({ path: '/signing-keys' }),
   'POST /signing-keys/rotate': async () => ({ path: '/signing-keys/rotate', json: { overlap: '1h' } }),

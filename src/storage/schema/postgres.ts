@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { bigint, boolean, doublePrecision, index, integer, jsonb, pgSchema, PgSchema, pgSequence, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
+import type { PayloadPolicy } from '../../model/payload-policy.js'
 
 /** A schema name `postgres({ schema })` takes: it goes into quoted identifiers and a NOTIFY channel name (at most 63 bytes). */
 export const schemaNamePattern = /^[a-z_][a-z0-9_]{0,49}$/
@@ -82,6 +83,8 @@ function destinationsTable(table: typeof pgTable) {
       consecutive_failures: integer('consecutive_failures').notNull().default(0),
       // The destination's own delivery policy (retries, timeout, rate limit, ordering): null follows the engine's options.
       delivery: jsonb('delivery').$type<DeliverySettings>(),
+      // Full or thin deliveries ('full', 'thin' or { thin_above_bytes }): null follows the type's default.
+      payload: jsonb('payload').$type<PayloadPolicy>(),
     },
     (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
   )

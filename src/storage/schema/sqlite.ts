@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
+import type { PayloadPolicy } from '../../model/payload-policy.js'
 
 // Same tables and column names as schema/postgres.ts; times are integer milliseconds, JSON is text.
 const ts = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -37,6 +38,8 @@ export const destinations = sqliteTable(
     consecutive_failures: integer('consecutive_failures').notNull().default(0),
     // The destination's own delivery policy (retries, timeout): null follows the engine's options.
     delivery: json<DeliverySettings>('delivery'),
+    // Full or thin deliveries ('full', 'thin' or { thin_above_bytes }): null follows the type's default.
+    payload: json<PayloadPolicy>('payload'),
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
 )
