@@ -12,6 +12,7 @@ const shared: Options = {
     hono: 'adapters/hono.ts',
     fastify: 'adapters/fastify.ts',
     verify: 'src/verify.ts',
+    client: 'src/client/index.ts',
   },
   dts: true,
   shims: true,

@@ -15,6 +15,7 @@ export const entrySources: Record<string, string> = {
   './hono': 'adapters/hono.ts',
   './fastify': 'adapters/fastify.ts',
   './verify': 'src/verify.ts',
+  './client': 'src/client/index.ts',
 }
 
 /** A compiler error in a sample, placed at its line in the Markdown file. */
