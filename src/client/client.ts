@@ -257,6 +257,7 @@ export class OutflowClient<const T extends TopicsOption | undefined = undefined>
    * `{ details: false }` is the public probe, `{ status }` alone.
    */
   health(options?: { details?: true }): Promise<HealthReport>
+  /** `GET /healthz` (public): `{ status }` alone, what a load balancer reads. */
   health(options: { details: false }): Promise<HealthStatus>
   health({ details = true }: { details?: boolean } = {}): Promise<HealthReport | HealthStatus> {
     return this.#call({ method: 'GET', path: details ? '/healthz?details=1' : '/healthz', idempotent: true, accept: [503] })
