@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { OutflowClient, OutflowError, type OutflowClientOptions } from '../../src/client/index.js'
-import { apiKey, serveOutflow, servedStorages, type Served } from './served.js'
+import { OutflowClient, type OutflowClientOptions } from '../../src/client/index.js'
+import { apiKey, failure, serveOutflow, servedStorages, type Served } from './served.js'
 
 // Retries through a real HTTP proxy in front of a real `outflow serve`: the proxy answers the next
 // requests with the faults a test queues (an error status, a reset connection, no answer, or the
@@ -56,15 +56,6 @@ async function startFlakyProxy(upstreamOrigin: string) {
       await new Promise((resolve) => server.close(resolve))
     },
   }
-}
-
-async function failure(call: Promise<unknown>): Promise<OutflowError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(error).toBeInstanceOf(OutflowError)
-  return error as OutflowError
 }
 
 describe('outflow/client retries, through a flaky proxy to outflow serve', { timeout: 60_000 }, () => {

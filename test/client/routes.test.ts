@@ -1,10 +1,10 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { OutflowClient, OutflowError, pages } from '../../src/client/index.js'
+import { OutflowClient, pages } from '../../src/client/index.js'
 import { routes } from '../../src/http/routes.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
-import { apiKey, serveOutflow, servedStorages, type Served } from './served.js'
+import { apiKey, failure, serveOutflow, servedStorages, type Served } from './served.js'
 
 // Every /api/v1 route through outflow/client against a real `outflow serve`, on each storage. The
 // client's fetch records each call, and the last test checks that every route of src/http/routes.ts
@@ -27,16 +27,6 @@ async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo
   await new Promise((resolve) => server.close(resolve))
   return port
-}
-
-/** The thrown OutflowError of a call that must fail. */
-async function failure(call: Promise<unknown>): Promise<OutflowError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(error).toBeInstanceOf(OutflowError)
-  return error as OutflowError
 }
 
 for (const storage of servedStorages) {

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { OutflowClient, type OutflowClientOptions } from '../../src/client/index.js'
+import { expect } from 'vitest'
+import { OutflowClient, OutflowError, type OutflowClientOptions } from '../../src/client/index.js'
 import { startServe, type ServedOutflow } from '../support/outflow-serve.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
@@ -69,4 +70,14 @@ export async function serveOutflow(storage: (typeof servedStorages)[number], opt
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/** The thrown OutflowError of a call that must fail. */
+export async function failure(call: Promise<unknown>): Promise<OutflowError> {
+  const error = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(error).toBeInstanceOf(OutflowError)
+  return error as OutflowError
 }
