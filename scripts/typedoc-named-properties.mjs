@@ -14,6 +14,7 @@ const importNames = {
   'adapters/hono': 'outflow/hono',
   'adapters/fastify': 'outflow/fastify',
   'src/verify': 'outflow/verify',
+  'src/client': 'outflow/client',
 }
 
 /**
