@@ -14,6 +14,7 @@ const shared: Options = {
     nestjs: 'adapters/nestjs.ts',
     verify: 'src/verify.ts',
     prometheus: 'src/prometheus.ts',
+    client: 'src/client/index.ts',
   },
   dts: true,
   shims: true,

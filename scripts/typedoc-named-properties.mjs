@@ -16,6 +16,7 @@ const importNames = {
   'adapters/nestjs': 'outflow/nestjs',
   'src/verify': 'outflow/verify',
   'src/prometheus': 'outflow/prometheus',
+  'src/client': 'outflow/client',
 }
 
 /**

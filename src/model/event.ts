@@ -137,5 +137,6 @@ export const ListDestinationEventsQuerySchema = v.strictObject(
 export type ListDestinationEventsQuery = v.InferInput<typeof ListDestinationEventsQuerySchema>
 
 export const GetEventQuerySchema = v.strictObject({ destination_id: v.optional(IdSchema) }, 'unknown query parameter')
+export type GetEventQuery = v.InferInput<typeof GetEventQuerySchema>
 
 export { JsonObjectSchema }

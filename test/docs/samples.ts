@@ -17,6 +17,7 @@ export const entrySources: Record<string, string> = {
   './nestjs': 'adapters/nestjs.ts',
   './verify': 'src/verify.ts',
   './prometheus': 'src/prometheus.ts',
+  './client': 'src/client/index.ts',
 }
 
 /** A compiler error in a sample, placed at its line in the Markdown file. */

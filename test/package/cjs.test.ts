@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -71,5 +71,37 @@ describe('the CommonJS build', () => {
     writeFileSync(file, nestProbe(system))
     const { stdout } = await run(process.execPath, [file], { cwd: root })
     expect(JSON.parse(stdout.trim())).toEqual({ system, engine: true, closed: true })
+  })
+
+  /** Every module specifier the built file reaches through its relative imports (chunks), itself excluded. */
+  const reached = (file: string): string[] => {
+    const found = new Set<string>()
+    const visit = (name: string, seen: Set<string>) => {
+      if (seen.has(name)) return
+      seen.add(name)
+      const text = readFileSync(join(out, name), 'utf8')
+      for (const [, , specifier] of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\()(['"])([^'"]+)\1/g)) {
+        if (specifier!.startsWith('./')) visit(specifier!.slice(2), seen)
+        else found.add(specifier!)
+      }
+    }
+    visit(file, new Set())
+    return [...found]
+  }
+
+  it('builds outflow/client, ESM and CommonJS, with nothing but its own chunks: no Node built-in, no package', async () => {
+    expect(reached('client.js')).toEqual([])
+    expect(reached('client.cjs')).toEqual([])
+    // And it runs: a refused connection is an OutflowError of status 0 in both.
+    const probe = (load: string) => `${load}
+      const client = new OutflowClient({ baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'k', retry: false })
+      client.getTenant('acme').catch((e) => console.log(JSON.stringify({ error: e instanceof OutflowError, status: e.status, code: e.code })))`
+    const esm = join(out, 'client-probe.mjs')
+    writeFileSync(esm, probe(`import { OutflowClient, OutflowError } from ${JSON.stringify(join(out, 'client.js'))}`))
+    const runs = [
+      run(process.execPath, [esm], { cwd: root }),
+      run(process.execPath, ['--no-experimental-require-module', '-e', probe(`const { OutflowClient, OutflowError } = require(${JSON.stringify(join(out, 'client.cjs'))})`)], { cwd: root }),
+    ]
+    for (const { stdout } of await Promise.all(runs)) expect(JSON.parse(stdout.trim())).toEqual({ error: true, status: 0, code: 'unavailable' })
   })
 })
