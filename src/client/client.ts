@@ -3,6 +3,7 @@ import type { HealthSchema, OpenApiDocumentSchema, PortalRedirectSchema, TenantT
 import type { DestinationTypeSchema } from '../model/destination-type.js'
 import type { CreateDestinationInput, Destination, ListDestinationsQuery, UpdateDestinationInput } from '../model/destination.js'
 import type { DeliveryAttempt, Event, GetEventQuery, ListAdminEventsQuery, ListDestinationEventsQuery, ListEventsQuery, PublishInput, PublishResult } from '../model/event.js'
+import type { ExpungeAnswer, ExpungeInput, ExpungeJob } from '../model/expunge.js'
 import type { HealthReport } from '../model/health.js'
 import type { AttemptMetricsQuery, EventMetricsQuery, MetricsResponse } from '../model/metrics.js'
 import type { Page } from '../model/pagination.js'
@@ -165,6 +166,21 @@ export class OutflowClient<const T extends TopicsOption | undefined = undefined>
   /** `DELETE …/replays/{job_id}`: cancel a replay job. */
   cancelReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
     return this.#delete(path`/tenants/${tenantId}/destinations/${destinationId}/replays/${jobId}`)
+  }
+  /**
+   * `POST /tenants/{tenant_id}/events/expunge`: erase events' payloads, `{ ids }` (at most 1,000) answered per id,
+   * or `{ from, to?, topic? }` as a durable job (202). Not retried.
+   */
+  expungeEvents<B extends ExpungeInput>(tenantId: string, body: B): Promise<ExpungeAnswer<B>> {
+    return this.#post(path`/tenants/${tenantId}/events/expunge`, body)
+  }
+  /** `GET /tenants/{tenant_id}/expunges/{job_id}`: an erasure job's progress. */
+  getExpungeJob(tenantId: string, jobId: string): Promise<ExpungeJob> {
+    return this.#get(path`/tenants/${tenantId}/expunges/${jobId}`)
+  }
+  /** `GET /payloads/{token}`: a thin delivery's data, by the token of its `payload_url` (the engine's `readPayload` gives the JSON text). */
+  readPayload(token: string): Promise<unknown> {
+    return this.#get(path`/payloads/${token}`)
   }
   /** `GET /destination-types`: every destination type with its fields, icon and instructions. */
   listDestinationTypes(): Promise<DestinationTypeSchema[]> {

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { JsonText } from './responses.js'
-import type { RouteSpec } from './routes.js'
+import type { RouteSpec } from './route-spec.js'
 import { NoQuerySchema } from './schemas.js'
 
 /** A thin delivery's payload link (docs/delivery.md › Thin payloads): public, the signed token is its only credential. */

@@ -11,7 +11,7 @@ import { apiKey, failure, serveOutflow, servedStorages, type Served } from './se
 // was answered with a success through it.
 
 /** The client method of each route whose operationId is not the engine's method name. */
-const methodOf: Record<string, string> = { createPortalSession: 'exchangePortalCode', getEventMetrics: 'eventMetrics', getAttemptMetrics: 'attemptMetrics' }
+const methodOf: Record<string, string> = { createPortalSession: 'exchangePortalCode', getEventMetrics: 'eventMetrics', getAttemptMetrics: 'attemptMetrics', getPayload: 'readPayload' }
 
 /** What the client sent and what came back, by method and path below /api/v1. */
 interface Recorded {
@@ -141,6 +141,25 @@ for (const storage of servedStorages) {
       expect(events.data).toEqual([{ dimensions: { topic: 'order.created' }, metrics: { count: 1 } }])
       const byDestination = await admin.attemptMetrics({ time, measures: ['count'], dimensions: ['destination_id'], filters: { tenant_id: ['acme'] } })
       expect(byDestination.data).toEqual([{ dimensions: { destination_id: 'hook' }, metrics: { count: 2 } }])
+    })
+
+    it('reads a thin delivery\'s payload by its link, then erases the event by id and by a range job', async () => {
+      const { admin } = served
+      await admin.upsertTenant('thin')
+      await admin.createDestination('thin', { id: 'thin-hook', type: 'webhook', topics: ['order.created'], config: { url: `${receiver.url}/thin` }, payload: 'thin' })
+      await admin.publish({ id: 'order-thin', tenant_id: 'thin', topic: 'order.created', data: { id: 'o-thin', total: 7 } })
+      const [delivered] = await waitFor(() => { const got = receiver.on('/thin'); return got.length > 0 && got }, 20_000, 'the thin delivery')
+      const envelope = JSON.parse(delivered!.body) as { payload_url: string }
+      const token = envelope.payload_url.split('/payloads/')[1]!
+      expect(await admin.readPayload(token)).toEqual({ id: 'o-thin', total: 7 })
+      expect(await failure(admin.readPayload(`${token}x`))).toMatchObject({ status: 404 })
+
+      expect(await admin.expungeEvents('thin', { ids: ['order-thin', 'order-none'] })).toEqual({ results: [{ id: 'order-thin', status: 'expunged' }, { id: 'order-none', status: 'not_found' }] })
+      expect(await failure(admin.readPayload(token))).toMatchObject({ status: 404 })
+      const job = await admin.expungeEvents('thin', { from: new Date(Date.now() - 3_600_000).toISOString() })
+      expect((await admin.getExpungeJob('thin', job.id)).id).toBe(job.id)
+      expect(await failure(admin.getExpungeJob('thin', 'exp_none'))).toMatchObject({ status: 404, code: 'not_found' })
+      await admin.deleteTenant('thin') // the tenant count of the paging test stays its own
     })
 
     it('starts, reads and cancels replays', async () => {

@@ -55,7 +55,7 @@ export async function serveOutflow(storage: (typeof servedStorages)[number], opt
   writeFileSync(topicsFile, JSON.stringify(catalog))
   const db = await storage.create(dir)
   const server = await startServe(
-    { ...db.env, OUTFLOW_API_KEY: apiKey, OUTFLOW_TOPICS_FILE: topicsFile, OUTFLOW_ALLOW_PRIVATE_NETWORKS: 'true', PORT: '0', ...options.env },
+    { ...db.env, OUTFLOW_API_KEY: apiKey, OUTFLOW_TOPICS_FILE: topicsFile, OUTFLOW_ALLOW_PRIVATE_NETWORKS: 'true', PORT: '0', OUTFLOW_PUBLIC_URL: 'http://outflow.test/api/v1', ...options.env },
     dir,
   )
   const base = { baseUrl: server.api, ...(options.fetch ? { fetch: options.fetch } : {}) }
