@@ -34,11 +34,6 @@ export interface OutflowErrorOptions {
   data?: ErrorData
   headers?: Record<string, string>
   cause?: unknown
-  /**
-   * The HTTP status received, where it is not the code's own: `outflow/client` keeps a proxy's 502 or a
-   * 429 as they came, and 0 when no answer came at all (a network failure or a timeout).
-   */
-  status?: number
 }
 
 /**
@@ -50,7 +45,7 @@ export interface OutflowErrorOptions {
 export class OutflowError extends Error {
   /** What went wrong; the same code an HTTP client sees as the status. */
   readonly code: OutflowErrorCode
-  /** The HTTP status of the code (422 for `validation`, …); in `outflow/client`, the status received (0: no answer). */
+  /** The HTTP status of the code (422 for `validation`, …). */
   readonly status: number
   /** Which fields or parameters were wrong, and how, when the error is about input. */
   readonly data?: ErrorData
@@ -61,7 +56,7 @@ export class OutflowError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'OutflowError'
     this.code = code
-    this.status = options.status ?? errorStatus[code]
+    this.status = errorStatus[code]
     this.data = options.data
     this.headers = options.headers
   }

@@ -57,7 +57,6 @@ async function insertJobs(ctx: EngineContext, tenantId: string, destinationIds: 
   }))
   const inserted = await ctx.storage.insertReplayJobs(jobs)
   if (!inserted) throw notFound('tenant', tenantId)
-  ctx.jobCreated()
   return inserted
 }
 

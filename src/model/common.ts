@@ -189,8 +189,7 @@ export function objectOf<V extends v.GenericSchema>(value: V, message: string, k
  * keys), so a JSON array is refused first with one clear message.
  */
 export function objectBody<S extends v.GenericSchema>(schema: S) {
-  // Typed as the inner schema's input, so `InferInput` of a body (CreateDestinationInput, …) is what a caller sends.
-  return v.pipe(ObjectCheck as v.CustomSchema<v.InferInput<S>, v.ErrorMessage<v.CustomIssue> | undefined>, schema)
+  return v.pipe(ObjectCheck, schema)
 }
 
 /**
