@@ -1,9 +1,9 @@
 // The layers of DESIGN §1 as import rules, checked by test/architecture.test.ts (so `npm test` fails on a breach):
 //   (adapters, cli) -> http -> engine -> (delivery -> destinations -> net, storage) -> model -> leaf modules
 // The one way down from the top: src/create-outflow.ts hands src/http's handler to the engine.
-const top = '^src/(index|create-outflow)[.]ts$'
+const top = '^src/(index|create-outflow|prometheus)[.]ts$'
 const engine = '^src/(engine/|engine[.]ts$|options[.]ts$)'
-const leaf = '^src/(errors|ids|credentials|load-peer|logger|telemetry|tokens)[.]ts$'
+const leaf = '^src/(errors|ids|credentials|load-peer|logger|retry-after|telemetry|tokens)[.]ts$'
 
 const below = (name, from, forbidden) => ({
   name,
@@ -27,6 +27,17 @@ module.exports = {
     below('net-below-destinations', '^src/net/', `^src/(http|delivery|destinations|storage)/|${engine}|${top}`),
     below('model-at-the-bottom', '^src/model/', `^src/(http|delivery|destinations|storage|net)/|${engine}|${top}`),
     below('leaf-modules-import-no-layer', leaf, `^src/[^/]+/|${engine}|${top}`),
+    // outflow/client runs in any fetch runtime: it is imported by nothing, and itself imports at run time only
+    // its own files and the leaf modules errors.ts and retry-after.ts (types from anywhere are erased), no Node built-in.
+    below('client-imported-by-none', '^(adapters/|src/(?!client/))', '^src/client/'),
+    {
+      name: 'client-runs-anywhere',
+      severity: 'error',
+      comment: 'client-runs-anywhere: outflow/client may only import its own files, errors.ts and retry-after.ts at run time',
+      from: { path: '^src/client/' },
+      to: { pathNot: '^src/(client/|errors[.]ts$|retry-after[.]ts$)', dependencyTypesNot: ['type-only'] },
+    },
+    { name: 'client-no-node-builtins', severity: 'error', comment: 'client-no-node-builtins: outflow/client runs in any fetch runtime', from: { path: '^src/client/' }, to: { dependencyTypes: ['core'] } },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

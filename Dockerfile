@@ -26,6 +26,7 @@ RUN echo '{ "name": "outflow-service", "private": true }' > package.json \
       better-sqlite3@^12.11.1 postgres@^3.4.9 \
       @opentelemetry/api@^1.9.1 @opentelemetry/context-async-hooks@^2.12.0 \
       @opentelemetry/exporter-trace-otlp-http@^0.223.1 @opentelemetry/exporter-metrics-otlp-http@^0.223.0 \
+      @opentelemetry/exporter-prometheus@^0.223.0 \
       @opentelemetry/resources@^2.12.0 @opentelemetry/sdk-metrics@^2.12.1 @opentelemetry/sdk-trace-base@^2.12.1 \
  && npm cache clean --force
 

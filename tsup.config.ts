@@ -11,7 +11,10 @@ const shared: Options = {
     express: 'adapters/express.ts',
     hono: 'adapters/hono.ts',
     fastify: 'adapters/fastify.ts',
+    nestjs: 'adapters/nestjs.ts',
     verify: 'src/verify.ts',
+    prometheus: 'src/prometheus.ts',
+    client: 'src/client/index.ts',
   },
   dts: true,
   shims: true,
@@ -19,7 +22,7 @@ const shared: Options = {
   splitting: true,
   sourcemap: true,
   // Drivers, frameworks, cloud SDKs and OpenTelemetry are optional peers: never bundled.
-  external: [/^@aws-sdk\//, '@azure/service-bus', '@google-cloud/pubsub', 'amqplib', 'better-sqlite3', 'postgres', 'express', 'fastify', 'hono', /^@opentelemetry\//],
+  external: [/^@aws-sdk\//, '@azure/service-bus', '@google-cloud/pubsub', 'amqplib', 'better-sqlite3', 'postgres', 'express', 'fastify', 'hono', /^@nestjs\//, 'reflect-metadata', 'rxjs', /^@opentelemetry\//],
 }
 
 /** The tenant portal (portal/, Preact) into <outDir>/portal, once the ESM build (which cleans outDir) is done. */

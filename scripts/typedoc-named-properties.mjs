@@ -13,7 +13,10 @@ const importNames = {
   'adapters/express': 'outflow/express',
   'adapters/hono': 'outflow/hono',
   'adapters/fastify': 'outflow/fastify',
+  'adapters/nestjs': 'outflow/nestjs',
   'src/verify': 'outflow/verify',
+  'src/prometheus': 'outflow/prometheus',
+  'src/client': 'outflow/client',
 }
 
 /**

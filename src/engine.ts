@@ -3,8 +3,10 @@ import type { OutflowEvents } from './delivery/events.js'
 import type { EngineContext } from './engine/context.js'
 import * as destinations from './engine/destinations.js'
 import * as replays from './engine/replays.js'
+import * as expunge from './engine/expunge.js'
 import * as events from './engine/events.js'
 import { checkHealth } from './engine/health.js'
+import { readPayload } from './engine/payloads.js'
 import { publishEvents, type PublishOptions } from './engine/publish.js'
 import { publishInTransaction, publishThroughConnection } from './engine/publish-in-transaction.js'
 import { reencryptCredentials, type ReencryptResult } from './engine/reencrypt.js'
@@ -77,12 +79,7 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
     return this.storage.migrate()
   }
 
-  /**
-   * Serve the `/api/v1` HTTP API from a Web-standard Request.
-   *
-   * @example
-   * Bun.serve({ fetch: (req) => outflow.fetch(req) })
-   */
+  /** Serve the `/api/v1` HTTP API from a Web-standard Request, e.g. `Bun.serve({ fetch: (req) => outflow.fetch(req) })`. */
   fetch(request: Request): Promise<Response> {
     if (!this.#createHandler) return Promise.reject(new OutflowError('unavailable', 'this engine was constructed without an HTTP handler: create it with createOutflow'))
     const handler = (this.#handler ??= this.#createHandler(this))
@@ -184,16 +181,12 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
    * @example
    * const job = await outflow.replayDestination('acme', 'des_1', { since: '2026-11-01T00:00:00Z', status: 'skipped' })
    */
-  async replayDestination(tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
-    const job = await replays.replayDestination(this.#ctx, tenantId, destinationId, body)
-    this.#runtime.replays.wake()
-    return job
+  replayDestination(tenantId: string, destinationId: string, body: unknown): Promise<ReplayJob> {
+    return replays.replayDestination(this.#ctx, tenantId, destinationId, body)
   }
   /** `replayDestination` for several destinations of a tenant (`destination_id`, default every enabled one): one job each. */
-  async replayTenant(tenantId: string, body: unknown): Promise<ReplayJob[]> {
-    const jobs = await replays.replayTenant(this.#ctx, tenantId, body)
-    this.#runtime.replays.wake()
-    return jobs
+  replayTenant(tenantId: string, body: unknown): Promise<ReplayJob[]> {
+    return replays.replayTenant(this.#ctx, tenantId, body)
   }
   /** A replay job's progress. */
   getReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
@@ -202,6 +195,14 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /** Cancel a replay job; what it already handed to the worker (one batch at most) is still attempted. */
   cancelReplay(tenantId: string, destinationId: string, jobId: string): Promise<ReplayJob> {
     return replays.cancelReplay(this.#ctx, tenantId, destinationId, jobId)
+  }
+  /** Erase events of a tenant: `{ ids }` (at most 1,000) answered per id, or `{ from, to?, topic? }` as a durable job (docs/delivery.md › Erasure). */
+  expungeEvents<B extends expunge.ExpungeInput>(tenantId: string, body: B): Promise<expunge.ExpungeAnswer<B>> {
+    return expunge.expungeEvents(this.#ctx, tenantId, body) as Promise<expunge.ExpungeAnswer<B>>
+  }
+  /** An erasure job's progress. */
+  getExpungeJob(tenantId: string, jobId: string): Promise<expunge.ExpungeJob> {
+    return expunge.getExpungeJob(this.#ctx, tenantId, jobId)
   }
   /** Every destination type with its fields, icon and instructions, for forms. */
   async listDestinationTypes(): Promise<DestinationTypeSchema[]> {
@@ -292,6 +293,10 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /** @deprecated Use `getEvent(tenantId, eventId, { destination_id })`. */
   getDestinationEvent(tenantId: string, destinationId: string, eventId: string): Promise<Event> {
     return events.getEvent(this.#ctx, tenantId, eventId, { destination_id: destinationId }, true)
+  }
+  /** What a thin delivery's payload link answers: the event's data as canonical JSON, or a 404 for any link not valid now. */
+  readPayload(token: string): Promise<string> {
+    return readPayload(this.#ctx, token)
   }
   /** Enqueue one manual attempt now, whatever the automatic schedule. */
   async retryDelivery(tenantId: string, destinationId: string, eventId: string): Promise<{ success: true }> {

@@ -34,6 +34,11 @@ export interface OutflowErrorOptions {
   data?: ErrorData
   headers?: Record<string, string>
   cause?: unknown
+  /**
+   * The HTTP status received, where it is not the code's own: `outflow/client` keeps a proxy's 502 or a
+   * 429 as they came, and 0 when no answer came at all (a network failure or a timeout).
+   */
+  status?: number
 }
 
 /**
@@ -45,7 +50,7 @@ export interface OutflowErrorOptions {
 export class OutflowError extends Error {
   /** What went wrong; the same code an HTTP client sees as the status. */
   readonly code: OutflowErrorCode
-  /** The HTTP status of the code (422 for `validation`, …). */
+  /** The HTTP status of the code (422 for `validation`, …); in `outflow/client`, the status received (0: no answer). */
   readonly status: number
   /** Which fields or parameters were wrong, and how, when the error is about input. */
   readonly data?: ErrorData
@@ -56,7 +61,7 @@ export class OutflowError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'OutflowError'
     this.code = code
-    this.status = errorStatus[code]
+    this.status = options.status ?? errorStatus[code]
     this.data = options.data
     this.headers = options.headers
   }

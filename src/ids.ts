@@ -44,7 +44,7 @@ export function idTime(id: string): number | null {
  * @example
  * newId('evt') // 'evt_01jd3m9y7q00k3v9x2m4p6a8'
  */
-export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk' | 'opv' | 'rpl' | 'rpr', at?: Date): string {
+export function newId(prefix: 'des' | 'evt' | 'dlv' | 'att' | 'wrk' | 'opv' | 'rpl' | 'rpr' | 'exp' | 'exr', at?: Date): string {
   const now = at ? at.getTime() : Date.now()
   if (now === lastMs) counter++
   else {

@@ -82,3 +82,21 @@ export function loadPeer<T>(name: string, neededBy: string): Promise<T> {
   }
   return p as Promise<T>
 }
+
+/**
+ * Optional peers that work together (an SDK and its exporters), loaded at once: their modules in the
+ * order named, or one error naming every one that is not installed.
+ *
+ * @example
+ * const [api, sdk] = await loadPeers<[typeof Api, typeof Sdk]>(['@opentelemetry/api', '@opentelemetry/sdk-metrics'], 'Prometheus metrics')
+ * // missing: 'the optional packages "@opentelemetry/api", "@opentelemetry/sdk-metrics" are needed by Prometheus metrics but are not installed: npm install @opentelemetry/api @opentelemetry/sdk-metrics'
+ */
+export async function loadPeers<T extends unknown[]>(names: readonly string[], neededBy: string): Promise<T> {
+  const loaded = await Promise.allSettled(names.map((name) => loadPeer(name, neededBy)))
+  const failures = loaded.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []))
+  if (failures.length === 0) return loaded.map((result) => (result as PromiseFulfilledResult<unknown>).value) as T
+  const missing = failures.filter((failure): failure is PeerLoadError => failure instanceof PeerLoadError && !failure.installed).map((failure) => failure.package)
+  if (missing.length < 2 || missing.length < failures.length) throw failures[0]
+  const quoted = missing.map((name) => `"${name}"`).join(', ')
+  throw new OutflowError('unavailable', `the optional packages ${quoted} are needed by ${neededBy} but are not installed: npm install ${missing.join(' ')}`)
+}

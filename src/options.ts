@@ -19,12 +19,18 @@ const durationUnits = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_00
 const DurationTextSchema = (name: string) =>
   v.pipe(v.string(`${name} must be a duration like 30d, 12h, 90m or 2w`), v.regex(/^[1-9]\d{0,5}[mhdw]$/, `${name} must be a duration like 30d, 12h, 90m or 2w`))
 
+/**
+ * The milliseconds of a duration checked by DurationTextSchema.
+ *
+ * @example
+ * durationMs('12h') // 43_200_000
+ */
+export function durationMs(text: string): number {
+  return Number(text.slice(0, -1)) * durationUnits[text.at(-1) as keyof typeof durationUnits]
+}
+
 /** A duration like `30d`, `12h`, `90m` or `2w`, as milliseconds. */
-const DurationSchema = (name: string) =>
-  v.pipe(
-    DurationTextSchema(name),
-    v.transform((text) => Number(text.slice(0, -1)) * durationUnits[text.at(-1) as keyof typeof durationUnits]),
-  )
+const DurationSchema = (name: string) => v.pipe(DurationTextSchema(name), v.transform(durationMs))
 
 const retentionEntries = {
   batchSize: v.optional(v.pipe(positiveInt('retention.batchSize'), v.maxValue(10_000, 'retention.batchSize must be at most 10000')), 500),
@@ -91,6 +97,10 @@ export const OptionsSchema = v.object({
   /** The Ed25519 (`v1a`) signing keyring: configured keys, or the stored one, and how long a rotated-out key keeps signing. */
   signing: v.optional(v.object({ ...signingEntries, overlap: v.optional(DurationSchema('signing.overlap'), '24h') }), {}),
   maxBodyBytes: v.optional(positiveInt('maxBodyBytes'), 1024 * 1024),
+  /** The public URL of this engine's HTTP API (`/api/v1` included): thin deliveries link to `{publicUrl}/payloads/{token}`. */
+  publicUrl: v.optional(v.pipe(v.string('publicUrl must be a URL'), v.url('publicUrl must be a URL'), v.regex(/^https?:\/\/[^?#]*$/, 'publicUrl must be an http:// or https:// URL without a query or fragment'))),
+  /** How long a thin delivery's payload link answers (kept as text, like `24h`; at most 30d). */
+  payloadLinkTtl: v.optional(v.pipe(DurationTextSchema('payloadLinkTtl'), v.check((text) => durationMs(text) <= 30 * 86_400_000, 'payloadLinkTtl must be at most 30d')), '24h'),
   migrate: v.optional(v.boolean(), true),
   delivery: v.optional(
     v.object({

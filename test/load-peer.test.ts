@@ -86,6 +86,25 @@ describe('a host without the optional packages (a child process whose node_modul
     }
   })
 
+  it('outflow/prometheus without the metrics SDK and the exporter names both in one npm install', async () => {
+    const host = hostWithout(['@opentelemetry/exporter-prometheus', '@opentelemetry/sdk-metrics'])
+    try {
+      const { code, stdout, stderr } = await host.run('missing-peers.ts', ['prometheus'])
+      expect(code, stderr).toBe(0)
+      expect(JSON.parse(stdout)).toEqual({
+        ok: false,
+        error: {
+          name: 'OutflowError',
+          code: 'unavailable',
+          message:
+            'the optional packages "@opentelemetry/exporter-prometheus", "@opentelemetry/sdk-metrics" are needed by Prometheus metrics but are not installed: npm install @opentelemetry/exporter-prometheus @opentelemetry/sdk-metrics',
+        },
+      })
+    } finally {
+      host.remove()
+    }
+  })
+
   it('refuses a zod schema in the topic catalog when zod is not installed, advising jsonSchema beside it', async () => {
     const host = hostWithout(['zod'])
     try {

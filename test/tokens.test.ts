@@ -1,6 +1,6 @@
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { issueTenantToken, tenantTokenLifetimeSeconds, verifyTenantToken } from '../src/tokens.js'
+import { issueTenantToken, payloadLinkKey, signPayloadLink, tenantTokenLifetimeSeconds, verifyPayloadLink, verifyTenantToken } from '../src/tokens.js'
 
 const secret = 'token-secret-0123456789abcdef'
 const now = new Date('2026-03-01T12:00:00.000Z')
@@ -87,5 +87,34 @@ describe('verifyTenantToken', () => {
   it('refuses what is not a JWT', async () => {
     expect(await verifyTenantToken(secret, 'not-a-token', now)).toBeNull()
     expect(await verifyTenantToken(secret, '', now)).toBeNull()
+  })
+})
+
+describe('payload link tokens', () => {
+  const key = payloadLinkKey(secret)
+  const exp = iat + 3600
+  const claims = { tenantId: 'acme', eventId: 'evt_1', destinationId: 'des_1', exp }
+
+  it('verifies its own token until its expiry, and not from that second on', () => {
+    const token = signPayloadLink(key, claims)
+    expect(verifyPayloadLink(key, token, now)).toEqual(claims)
+    expect(verifyPayloadLink(key, token, new Date(exp * 1000 - 1))).toEqual(claims)
+    expect(verifyPayloadLink(key, token, new Date(exp * 1000))).toBeNull()
+  })
+
+  it('refuses a token of another key, a changed byte, a padded MAC and what is not a link', async () => {
+    const token = signPayloadLink(key, claims)
+    const [body, mac] = token.split('.') as [string, string]
+    expect(verifyPayloadLink(payloadLinkKey('another-secret-0123456789'), token, now)).toBeNull()
+    for (let i = 0; i < token.length; i++) if (token[i] !== '.') expect(verifyPayloadLink(key, token.slice(0, i) + (token[i] === 'A' ? 'B' : 'A') + token.slice(i + 1), now)).toBeNull()
+    expect(verifyPayloadLink(key, `${body}.${mac}=`, now)).toBeNull()
+    expect(verifyPayloadLink(key, body, now)).toBeNull()
+    expect(verifyPayloadLink(key, `.${mac}`, now)).toBeNull()
+    expect(verifyPayloadLink(key, await issueTenantToken(secret, 'acme', createdAt, now), now)).toBeNull()
+  })
+
+  it('is keyed apart from tenant tokens: a link is no tenant token under the same secret', async () => {
+    expect(await verifyTenantToken(secret, signPayloadLink(key, claims), now)).toBeNull()
+    expect(Buffer.from(key).equals(Buffer.from(secret))).toBe(false)
   })
 })

@@ -32,3 +32,10 @@ export function fromLocalInput(value: string): string | undefined {
   const time = new Date(value)
   return Number.isNaN(time.getTime()) ? undefined : time.toISOString()
 }
+
+/** A byte count as people read it: `512 bytes`, `256 KiB`, `1.5 MiB`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`
+  const [value, unit] = bytes < 1024 ** 2 ? [bytes / 1024, 'KiB'] : bytes < 1024 ** 3 ? [bytes / 1024 ** 2, 'MiB'] : [bytes / 1024 ** 3, 'GiB']
+  return `${Number(value.toFixed(1))} ${unit}`
+}

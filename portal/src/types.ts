@@ -39,6 +39,8 @@ export interface Destination {
   filter?: JsonObject | null
   metadata?: JsonObject | null
   delivery_metadata?: Record<string, string> | null
+  /** Full or thin deliveries; absent: the type's default. */
+  payload?: 'full' | 'thin' | { thin_above_bytes: number }
   target?: string
   target_url?: string
 }
@@ -52,6 +54,8 @@ export interface OutflowEvent {
   metadata: Record<string, string>
   status: 'success' | 'failed'
   data: Json
+  /** Present once the event was erased: `data` is null, attempts keep no response body, and it is never sent again. */
+  expunged_at?: string
 }
 
 export interface Attempt {

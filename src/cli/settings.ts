@@ -44,6 +44,9 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_HEADERS_TIMEOUT_MS', 'server.headersTimeoutMs', 'integer'),
   variable('OUTFLOW_REQUEST_TIMEOUT_MS', 'server.requestTimeoutMs', 'integer'),
   variable('OUTFLOW_KEEP_ALIVE_TIMEOUT_MS', 'server.keepAliveTimeoutMs', 'integer'),
+  variable('OUTFLOW_PROMETHEUS', 'prometheus.enabled', 'boolean'),
+  variable('OUTFLOW_PROMETHEUS_PORT', 'prometheus.port', 'integer'),
+  variable('OUTFLOW_PROMETHEUS_HOST', 'prometheus.host'),
   variable('LOG_LEVEL', 'logLevel'),
   variable('OUTFLOW_API_KEY', 'apiKey'),
   variable('OUTFLOW_AUTH', 'auth', 'boolean'),
@@ -61,6 +64,8 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_SIGNING_KEYS', 'signing.keys', 'list'),
   variable('OUTFLOW_SIGNING_OVERLAP', 'signing.overlap'),
   variable('OUTFLOW_MAX_BODY_BYTES', 'maxBodyBytes', 'integer'),
+  variable('OUTFLOW_PUBLIC_URL', 'publicUrl'),
+  variable('OUTFLOW_PAYLOAD_LINK_TTL', 'payloadLinkTtl'),
   variable('OUTFLOW_MIGRATE', 'migrate', 'boolean'),
   variable('OUTFLOW_DELIVERY_WORKER', 'delivery.worker', 'boolean'),
   variable('OUTFLOW_DELIVERY_CONCURRENCY', 'delivery.concurrency', 'integer'),
@@ -91,6 +96,8 @@ export const variables: readonly Variable[] = [
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`))
+
+const host = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'))
 
 const postgresUrl = v.pipe(v.string('must be a string'), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL'))
 
@@ -125,11 +132,20 @@ export const SettingsSchema = v.pipe(
     ),
     server: v.optional(
       v.object({
-        host: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')), '127.0.0.1'),
+        host: v.optional(host, '127.0.0.1'),
         port: v.optional(integer(0, 65535), 3000),
         headersTimeoutMs: v.optional(integer(1), 10_000),
         requestTimeoutMs: v.optional(integer(1), 30_000),
         keepAliveTimeoutMs: v.optional(integer(1), 5_000),
+      }),
+      {},
+    ),
+    // /metrics in Prometheus text format: on the API's port behind the admin key, or on a port of its own.
+    prometheus: v.optional(
+      v.object({
+        enabled: v.optional(v.boolean('must be true or false')),
+        port: v.optional(integer(0, 65535)),
+        host: v.optional(host, '127.0.0.1'),
       }),
       {},
     ),
@@ -138,6 +154,14 @@ export const SettingsSchema = v.pipe(
   v.forward(
     v.check((s) => s.server.headersTimeoutMs <= s.server.requestTimeoutMs, 'must not exceed the request timeout (OUTFLOW_REQUEST_TIMEOUT_MS)'),
     ['server', 'headersTimeoutMs'],
+  ),
+  v.forward(
+    v.check((s) => !(s.prometheus.enabled === false && s.prometheus.port !== undefined), 'is set while OUTFLOW_PROMETHEUS is false: unset one of them'),
+    ['prometheus', 'port'],
+  ),
+  v.forward(
+    v.check((s) => s.prometheus.port === undefined || s.prometheus.port === 0 || s.prometheus.port !== s.server.port, 'must differ from the API port (PORT)'),
+    ['prometheus', 'port'],
   ),
 )
 
@@ -281,7 +305,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /** The options `createOutflow` takes, from the settings. */
 export function engineOptions(settings: Settings): Omit<OutflowOptions, 'storage'> {
-  const { postgres: _postgres, sqlite: _sqlite, server: _server, logLevel: _logLevel, ...options } = settings
+  const { postgres: _postgres, sqlite: _sqlite, server: _server, prometheus: _prometheus, logLevel: _logLevel, ...options } = settings
   return options
 }
 

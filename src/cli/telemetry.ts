@@ -5,19 +5,17 @@ import type * as TraceExporter from '@opentelemetry/exporter-trace-otlp-http'
 import type * as Resources from '@opentelemetry/resources'
 import type * as SdkMetrics from '@opentelemetry/sdk-metrics'
 import type * as SdkTrace from '@opentelemetry/sdk-trace-base'
-import { OutflowError } from '../errors.js'
-import { loadPeer } from '../load-peer.js'
+import { loadPeers } from '../load-peer.js'
+import { prometheusMetrics, prometheusPackages, type PrometheusMetrics } from '../prometheus.js'
 
-/** The OpenTelemetry packages `outflow serve` exports traces and metrics with (all optional peers). */
-export const sdkPackages = [
-  '@opentelemetry/api',
-  '@opentelemetry/context-async-hooks',
-  '@opentelemetry/exporter-trace-otlp-http',
-  '@opentelemetry/exporter-metrics-otlp-http',
-  '@opentelemetry/resources',
-  '@opentelemetry/sdk-metrics',
-  '@opentelemetry/sdk-trace-base',
-] as const
+/** What every metrics setup loads: the API, the resource and the metrics SDK. */
+const metricsPackages = ['@opentelemetry/api', '@opentelemetry/resources', '@opentelemetry/sdk-metrics'] as const
+
+/** What OTLP export loads besides. */
+const otlpPackages = ['@opentelemetry/context-async-hooks', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-metrics-otlp-http', '@opentelemetry/sdk-trace-base'] as const
+
+/** The OpenTelemetry packages `outflow serve` may use (all optional peers; the Docker image installs them). */
+export const sdkPackages = [...new Set([...metricsPackages, ...otlpPackages, ...prometheusPackages])]
 
 /** Whether the standard OTLP variables ask for export (and OTEL_SDK_DISABLED does not forbid it). */
 export function otlpRequested(env: NodeJS.ProcessEnv): boolean {
@@ -25,36 +23,59 @@ export function otlpRequested(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)
 }
 
-type Sdk = [typeof Api, typeof ContextHooks, typeof TraceExporter, typeof MetricExporter, typeof Resources, typeof SdkMetrics, typeof SdkTrace]
+/** What `serve` asks of OpenTelemetry. */
+export interface TelemetryPlan {
+  /** Export spans and metrics over OTLP/HTTP (see `otlpRequested`). */
+  otlp: boolean
+  /** Serve the metrics in Prometheus text format, requiring this bearer token when it is set. */
+  prometheus: { bearerToken?: string } | undefined
+}
+
+/** The SDK `startTelemetry` registered. */
+export interface StartedTelemetry {
+  /** The /metrics handler, when the plan asked for Prometheus. */
+  prometheus: PrometheusMetrics | undefined
+  /** Flush and stop the exporters. */
+  stop(): Promise<void>
+}
+
+type OtlpSdk = [typeof ContextHooks, typeof TraceExporter, typeof MetricExporter, typeof SdkTrace]
 
 /**
- * Register the OpenTelemetry SDK with OTLP/HTTP exporters (endpoint, headers, service name from the
- * standard OTEL_* variables; service name `outflow` by default). Runs before `createOutflow`, which takes
- * its instruments from the meter provider registered then. Returns the shutdown, which flushes.
+ * Register the OpenTelemetry SDK for what the plan asks: one MeterProvider with a Prometheus reader,
+ * an OTLP/HTTP exporting reader, or both, and with OTLP a tracer provider (endpoint, headers, service name
+ * from the standard OTEL_* variables; service name `outflow` by default). Runs before `createOutflow`,
+ * which takes its instruments from the meter provider registered then. Nothing to do: nothing loaded.
  *
  * @example
- * const stopTelemetry = otlpRequested(process.env) ? await startTelemetry() : async () => {}
+ * const telemetry = await startTelemetry({ otlp: otlpRequested(process.env), prometheus: { bearerToken: apiKey } })
  */
-export async function startTelemetry(): Promise<() => Promise<void>> {
-  const loaded = await Promise.allSettled(sdkPackages.map((name) => loadPeer(name, 'OpenTelemetry export')))
-  const missing = sdkPackages.filter((_, i) => loaded[i]!.status === 'rejected')
-  if (missing.length > 0)
-    throw new OutflowError('unavailable', `OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed: npm install ${missing.join(' ')}`)
-  const [api, hooks, traceExporter, metricExporter, resources, sdkMetrics, sdkTrace] = loaded.map((r) => (r as PromiseFulfilledResult<unknown>).value) as Sdk
-
+export async function startTelemetry({ otlp, prometheus }: TelemetryPlan): Promise<StartedTelemetry> {
+  if (!otlp && !prometheus) return { prometheus: undefined, stop: async () => {} }
+  const neededBy = [otlp && 'OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT is set)', prometheus && 'Prometheus metrics (OUTFLOW_PROMETHEUS)'].filter(Boolean).join(' and ')
+  // One error naming every package that is missing, before any is used.
+  await loadPeers([...new Set([...metricsPackages, ...(otlp ? otlpPackages : []), ...(prometheus ? prometheusPackages : [])])], neededBy)
+  const [api, resources, sdkMetrics] = await loadPeers<[typeof Api, typeof Resources, typeof SdkMetrics]>(metricsPackages, neededBy)
   const resource = resources
     .defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': 'outflow' }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }))
-  api.context.setGlobalContextManager(new hooks.AsyncLocalStorageContextManager().enable())
-  const tracerProvider = new sdkTrace.BasicTracerProvider({ resource, spanProcessors: [new sdkTrace.BatchSpanProcessor(new traceExporter.OTLPTraceExporter())] })
-  api.trace.setGlobalTracerProvider(tracerProvider)
-  const meterProvider = new sdkMetrics.MeterProvider({
-    resource,
-    readers: [new sdkMetrics.PeriodicExportingMetricReader({ exporter: new metricExporter.OTLPMetricExporter(), exportIntervalMillis: 10_000 })],
-  })
+  const scrape = prometheus ? await prometheusMetrics({ register: false, bearerToken: prometheus.bearerToken }) : undefined
+  const readers: SdkMetrics.IMetricReader[] = scrape ? [scrape.reader] : []
+  let tracerProvider: SdkTrace.BasicTracerProvider | undefined
+  if (otlp) {
+    const [hooks, traceExporter, metricExporter, sdkTrace] = await loadPeers<OtlpSdk>(otlpPackages, neededBy)
+    api.context.setGlobalContextManager(new hooks.AsyncLocalStorageContextManager().enable())
+    tracerProvider = new sdkTrace.BasicTracerProvider({ resource, spanProcessors: [new sdkTrace.BatchSpanProcessor(new traceExporter.OTLPTraceExporter())] })
+    api.trace.setGlobalTracerProvider(tracerProvider)
+    readers.push(new sdkMetrics.PeriodicExportingMetricReader({ exporter: new metricExporter.OTLPMetricExporter(), exportIntervalMillis: 10_000 }))
+  }
+  const meterProvider = new sdkMetrics.MeterProvider({ resource, readers })
   api.metrics.setGlobalMeterProvider(meterProvider)
-  return async () => {
-    await Promise.all([tracerProvider.shutdown(), meterProvider.shutdown()])
+  return {
+    prometheus: scrape,
+    async stop() {
+      await Promise.all([tracerProvider?.shutdown(), meterProvider.shutdown()])
+    },
   }
 }

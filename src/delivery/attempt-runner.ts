@@ -3,7 +3,7 @@ import { failureBeforeSending } from '../destinations/failure.js'
 import { errorFields } from '../logger.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import { startDeadline } from '../net/deadline.js'
-import type { DestinationRecord } from '../storage/storage.js'
+import type { DestinationRecord, EventRecord } from '../storage/storage.js'
 import type { AttemptSpan } from '../telemetry.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
 import { logAttempt } from './attempt-log.js'
@@ -12,6 +12,11 @@ import type { DestinationCache } from './destination-cache.js'
 import { attemptEventData, type RecordedAttempt } from './operator-events.js'
 import { retryPolicy } from './retry-schedule.js'
 import { isUnavailable, type OutageLog } from './storage-outage.js'
+
+/** An event whose payload was erased (published data is always an object; erasure makes it null). */
+function erased(event: EventRecord): boolean {
+  return event.data_json === undefined ? event.data === null : event.data_json === 'null'
+}
 
 /** Where an attempt's delivery goes next. */
 export interface AttemptHost {
@@ -58,6 +63,8 @@ export class AttemptRunner {
         await this.#ctx.storage.holdDeliveries([d.id], !destination, this.#ctx.now())
         return
       }
+      // Its event was erased (storage ended the delivery with it): never sent with an empty body.
+      if (erased(d.event)) return
       const { entry, span } = await this.#attempt(d, destination)
       recorded = true
       this.#report(entry, span)
@@ -107,7 +114,7 @@ export class AttemptRunner {
       // One deadline for every destination type: each publisher honours the signal and reports a timeout.
       const deadline = startDeadline(destination.delivery?.timeout_ms ?? this.#ctx.options.delivery.timeoutMs)
       try {
-        return await publisher.publish(deliveryMessage(d, destination, span?.headers), { signal: deadline.signal })
+        return await publisher.publish(deliveryMessage(d, destination, span?.headers, this.#ctx.payloadLinks, this.#ctx.now()), { signal: deadline.signal })
       } finally {
         deadline.clear()
       }

@@ -2,6 +2,8 @@ import type { AttemptResult } from '../model/attempt-result.js'
 import type { DeliveryMessage } from '../destinations/types.js'
 import { newId } from '../ids.js'
 import type { AttemptWrite, ClaimedDelivery, DestinationRecord } from '../storage/storage.js'
+import { destinationType } from '../destinations/registry.js'
+import { sendsThin, thinMessage, type PayloadLinks } from './thin-payload.js'
 import { nextAttemptDelay, retryAfterDelay, type RetryOptions } from './retry-schedule.js'
 
 /** A receiver's Retry-After is honoured up to a day; a hostile one cannot park a delivery for years. */
@@ -53,10 +55,15 @@ class AttemptMessage implements DeliveryMessage {
   }
 }
 
-/** What a publisher is asked to send for a claimed delivery; `traceHeaders` when the host propagates trace context. */
-export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord, traceHeaders?: Record<string, string>): DeliveryMessage {
+/**
+ * What a publisher is asked to send for a claimed delivery; `traceHeaders` when the host propagates trace context.
+ * With payload links (the engine has a `publicUrl`), the destination's payload policy may make it thin: the data
+ * becomes an envelope with a link to it, minted at `now`.
+ */
+export function deliveryMessage(d: ClaimedDelivery, destination: DestinationRecord, traceHeaders?: Record<string, string>, links?: PayloadLinks, now = new Date()): DeliveryMessage {
   const message = new AttemptMessage(d, destination)
   if (traceHeaders) message.trace_headers = traceHeaders
+  if (links && sendsThin(destination.payload, destinationType(destination.type).maxMessageBytes, message)) return thinMessage(message, links, now)
   return message
 }
 

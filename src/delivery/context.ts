@@ -5,6 +5,7 @@ import type { ClaimedDelivery, Storage } from '../storage/storage.js'
 import type { Telemetry, TraceLink } from '../telemetry.js'
 import type { DeliveryReporter } from './events.js'
 import type { RetryOptions } from './retry-schedule.js'
+import type { PayloadLinks } from './thin-payload.js'
 import type { Supervisor } from './supervisor.js'
 
 /** The engine settings delivery reads (a subset of the resolved engine options). */
@@ -42,6 +43,8 @@ export interface DeliveryContext {
   supervisor: Supervisor
   /** The Ed25519 keys that sign `v1a` signatures now, active first (the engine's keyring). */
   signers(): Ed25519Key[]
+  /** How thin deliveries' payload links are minted; undefined without the engine's `publicUrl` (every delivery is full). */
+  payloadLinks?: PayloadLinks | undefined
   now(): Date
 }
 

@@ -135,9 +135,23 @@ export class DeliveryWorker {
   async stopDeliveries(tenantId: string, destinationId?: string): Promise<void> {
     const owned = (tenant: string, destination: string) => tenant === tenantId && (destinationId === undefined || destination === destinationId)
     this.#destinations.evictWhere(owned)
+    await this.#stopWhere((d) => owned(d.tenant_id, d.destination_id))
+  }
+
+  /**
+   * Events were erased: drop their queued deliveries (they carry the payload read before), and resolve once their
+   * attempts already started have ended (those send the payload they had; their results keep no response body).
+   */
+  async stopEventDeliveries(tenantId: string, eventIds: Iterable<string>): Promise<void> {
+    const ids = new Set(eventIds)
+    if (ids.size > 0) await this.#stopWhere((d) => d.tenant_id === tenantId && ids.has(d.event_id))
+  }
+
+  /** Drop the held deliveries `stop` picks that have not started, and wait for those that have. */
+  async #stopWhere(stop: (d: ClaimedDelivery) => boolean): Promise<void> {
     const running: Promise<void>[] = []
     for (const [id, d] of this.#held) {
-      if (!owned(d.tenant_id, d.destination_id)) continue
+      if (!stop(d)) continue
       const attempt = this.#started.get(id)
       if (attempt) running.push(attempt)
       else this.#dropped.add(id)

@@ -144,6 +144,7 @@ export const awsEventbridge: DestinationTypeDefinition = {
   credential_fields: awsCredentialFields('to call events:PutEvents on the event bus'),
   configSchema: ConfigSchema,
   credentialsSchema: AwsCredentialsSchema,
+  maxMessageBytes: maxEntryBytes,
   configRequired: true,
   credentialsRequired: true,
   packages: ['@aws-sdk/client-eventbridge'],

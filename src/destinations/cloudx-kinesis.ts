@@ -110,6 +110,8 @@ export const cloudxKinesis: DestinationTypeDefinition = {
   credential_fields: awsCredentialFields('kinesis:PutRecord on the stream'),
   configSchema: ConfigSchema,
   credentialsSchema: AwsCredentialsSchema,
+  /** Kinesis refuses a record (data and partition key) over 1 MiB. */
+  maxMessageBytes: 1024 * 1024,
   configRequired: true,
   credentialsRequired: true,
   packages: ['@aws-sdk/client-kinesis'],

@@ -227,6 +227,8 @@ export const cloudxSqs: DestinationTypeDefinition = {
   credential_fields: awsCredentialFields('to call sqs:SendMessage on the queue'),
   configSchema: ConfigSchema,
   credentialsSchema: AwsCredentialsSchema,
+  /** SQS refuses a message (body and attributes) over 256 KiB. */
+  maxMessageBytes: 256 * 1024,
   configRequired: true,
   credentialsRequired: true,
   packages: ['@aws-sdk/client-sqs'],

@@ -243,6 +243,8 @@ export const cloudyServicebus: DestinationTypeDefinition = {
   credential_fields: credentialFields,
   configSchema: ConfigSchema,
   credentialsSchema: CredentialsSchema,
+  /** A Standard-tier namespace refuses a message over 256 KiB (Premium takes more: set `payload` to say so). */
+  maxMessageBytes: 256 * 1024,
   configRequired: true,
   credentialsRequired: true,
   packages: ['@azure/service-bus'],

@@ -105,6 +105,11 @@ export interface DestinationTypeDefinition extends DestinationTypeSchema {
   validate?(config: Record<string, unknown>, credentials: Record<string, unknown>): Record<string, string> | undefined | Promise<Record<string, string> | undefined>
   /** Turn validated credentials into what is stored (generate/rotate secrets). Default: as is. */
   prepareCredentials?(input: CredentialsInput): Record<string, unknown>
+  /**
+   * The largest message its broker takes, in bytes (SQS, Service Bus, EventBridge: 256 KiB; Kinesis: 1 MiB). A
+   * destination without a `payload` policy gets a larger event thin instead of a refusal, when links can be made.
+   */
+  maxMessageBytes?: number
   /** Short display string of where events go, e.g. `orders-queue`. */
   target(config: Record<string, unknown>): string | undefined
   /** A URL of the target (console link or endpoint), when there is one. */

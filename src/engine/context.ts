@@ -15,6 +15,8 @@ export interface EngineContext {
   signingKeys: SigningKeyring
   /** Secret that signs tenant tokens (configured, or random per process with a warning). */
   jwtSecret: string
+  /** The key of thin deliveries' payload links, derived from jwtSecret (src/tokens.ts). */
+  payloadLinkKey: Uint8Array
   /** Spans and metrics of publishes. */
   telemetry: Telemetry
   /** The topic catalog, compiled at start; undefined without the `topics` option. */
@@ -27,4 +29,8 @@ export interface EngineContext {
    * cached publishers; resolves when its attempts already running have ended.
    */
   stopDeliveries(tenantId: string, destinationId?: string): Promise<void>
+  /** After events were erased: the worker drops their queued deliveries; resolves when their attempts already running have ended. */
+  stopEventDeliveries(tenantId: string, eventIds: string[]): Promise<void>
+  /** A replay or erasure job was created: the local runners look for it now rather than at their next poll. */
+  jobCreated(): void
 }

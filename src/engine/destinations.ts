@@ -15,6 +15,7 @@ import {
   type ListDestinationsQuery,
 } from '../model/destination.js'
 import { DeliverySettingsSchema, type DeliverySettings } from '../model/delivery-settings.js'
+import type { PayloadPolicy } from '../model/payload-policy.js'
 import type { DestinationRecord } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
 import { sealCredentials, unsealCredentials, type CredentialsOwner } from '../credentials.js'
@@ -38,6 +39,7 @@ export function toDestination(ctx: EngineContext, r: DestinationRecord): Destina
   if (r.delivery_metadata) out.delivery_metadata = r.delivery_metadata
   if (r.metadata) out.metadata = r.metadata
   if (r.delivery) out.delivery = r.delivery
+  if (r.payload) out.payload = r.payload
   const target = def.target(r.config)
   if (target !== undefined) out.target = target
   const targetUrl = def.targetUrl?.(r.config)
@@ -116,6 +118,12 @@ function emptyToNull(delivery: DeliverySettings | null | undefined): DeliverySet
   return delivery && Object.keys(delivery).length > 0 ? delivery : null
 }
 
+/** A thin policy needs links, and links need the engine's public URL: refused rather than silently delivered full. */
+function checkPayloadPolicy(ctx: EngineContext, payload: PayloadPolicy | null | undefined, data: ErrorData): void {
+  if (payload && payload !== 'full' && !ctx.options.publicUrl)
+    data.payload = 'thin deliveries need the engine option publicUrl (OUTFLOW_PUBLIC_URL): the URL their payload links point to'
+}
+
 function fail(data: ErrorData): never {
   throw new OutflowError('validation', 'validation error', { data })
 }
@@ -142,6 +150,7 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
   const credentials = validateAgainst(def.credentialsSchema, input.credentials ?? {}, 'credentials', data)
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
   checkDeliverySettings(ctx, input.delivery, data)
+  checkPayloadPolicy(ctx, input.payload, data)
   await checkTypeReady(def, config, credentials, data)
   if (Object.keys(data).length) fail(data)
 
@@ -163,6 +172,7 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
     updated_at: now,
     consecutive_failures: 0,
     delivery: emptyToNull(input.delivery),
+    payload: input.payload ?? null,
   }
   const outcome = await ctx.storage.insertDestination(record)
   // The tenant was checked above; `no-tenant` means it was deleted meanwhile.
@@ -223,6 +233,8 @@ async function patched(ctx: EngineContext, existing: DestinationRecord, input: v
   checkTopicsAndFilter(ctx, input.topics, input.filter, data)
   const delivery = input.delivery === undefined ? existing.delivery : validateAgainst(DeliverySettingsSchema, mergePatch(existing.delivery ?? {}, input.delivery ?? null) ?? {}, 'delivery', data)
   checkDeliverySettings(ctx, delivery as DeliverySettings | null | undefined, data)
+  const payload = input.payload === undefined ? existing.payload : input.payload
+  if (input.payload !== undefined) checkPayloadPolicy(ctx, payload, data)
   await checkTypeReady(def, config, credentials, data)
   if (Object.keys(data).length) fail(data)
 
@@ -238,6 +250,7 @@ async function patched(ctx: EngineContext, existing: DestinationRecord, input: v
       input.delivery_metadata === undefined ? existing.delivery_metadata : (mergePatch(existing.delivery_metadata, input.delivery_metadata) as Record<string, string> | null),
     metadata: input.metadata === undefined ? existing.metadata : (mergePatch(existing.metadata, input.metadata) as JsonObject | null),
     delivery: emptyToNull(delivery as DeliverySettings | null | undefined),
+    payload: payload ?? null,
     // updated_at versions the row (the compare-and-set above), so it moves on even within one millisecond.
     updated_at: new Date(Math.max(now.getTime(), existing.updated_at.getTime() + 1)),
   }

@@ -30,6 +30,7 @@ export function toEvent(row: EventRow): Event {
   }
   if (row.skipped_at) event.skipped_at = row.skipped_at.toISOString()
   if (row.schema_valid !== null && row.schema_valid !== undefined) event.schema_valid = row.schema_valid
+  if (row.expunged_at) event.expunged_at = row.expunged_at.toISOString()
   return event
 }
 
@@ -130,6 +131,9 @@ export async function listDeliveries(ctx: EngineContext, tenantId: string, event
 export async function retryDelivery(ctx: EngineContext, tenantId: string, destinationId: string, eventId: string): Promise<{ success: true }> {
   const destination = await requireDestinationOf(ctx, tenantId, destinationId)
   if (destination.disabled_at) throw new OutflowError('conflict', `destination ${destinationId} is disabled; enable it before retrying`)
-  if (!(await ctx.storage.requeueDelivery(tenantId, eventId, destinationId, ctx.now()))) throw notFound('event', eventId)
-  return { success: true }
+  if (await ctx.storage.requeueDelivery(tenantId, eventId, destinationId, ctx.now())) return { success: true }
+  // An erased event is never sent again.
+  const event = await ctx.storage.getEvent(tenantId, eventId, destinationId)
+  if (event?.expunged_at) throw new OutflowError('conflict', `event ${eventId} was expunged; it is never sent again`)
+  throw notFound('event', eventId)
 }

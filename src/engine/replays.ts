@@ -57,6 +57,7 @@ async function insertJobs(ctx: EngineContext, tenantId: string, destinationIds: 
   }))
   const inserted = await ctx.storage.insertReplayJobs(jobs)
   if (!inserted) throw notFound('tenant', tenantId)
+  ctx.jobCreated()
   return inserted
 }
 

@@ -3,11 +3,13 @@ import type { DeliveryReporter } from '../delivery/events.js'
 import { OutflowError } from '../errors.js'
 import { EventWriter } from '../delivery/event-writer.js'
 import { ReplayRunner } from '../delivery/replay-runner.js'
+import { ExpungeRunner } from '../delivery/expunge-runner.js'
 import { Supervisor } from '../delivery/supervisor.js'
 import { DeliveryWorker } from '../delivery/worker.js'
-import type { ResolvedOptions } from '../options.js'
+import { durationMs, type ResolvedOptions } from '../options.js'
 import type { Storage } from '../storage/storage.js'
 import type { Telemetry } from '../telemetry.js'
+import { payloadLinkKey } from '../tokens.js'
 import type { Catalog } from '../delivery/catalog.js'
 import type { EngineContext } from './context.js'
 import { credentialKeys } from './credential-keys.js'
@@ -18,7 +20,7 @@ import { SigningKeyring } from './signing-keys.js'
 
 /**
  * The running parts of an engine and their lifecycle: the context its operations share, the delivery worker,
- * the publish writer, the replay runner, the operator sink, the pruner and the supervisor of their loops.
+ * the publish writer, the replay and erasure runners, the operator sink, the pruner and the supervisor of their loops.
  * `start()` sets them going, `close()` stops them in order (what `Outflow.start` and `Outflow.close` do).
  *
  * @example
@@ -31,6 +33,7 @@ export class EngineRuntime {
   readonly worker: DeliveryWorker
   readonly writer: EventWriter
   readonly replays: ReplayRunner
+  readonly expunges: ExpungeRunner
   readonly operatorSink: OperatorSink
   readonly pruner: Pruner | undefined
   /** Wakes the worker after a host's SQLite transaction with new deliveries committed (publishSync). */
@@ -49,23 +52,32 @@ export class EngineRuntime {
     const keys = credentialKeys(options, storage)
     const now = () => new Date()
     const signingKeys = new SigningKeyring(storage, options, keys, now)
+    const linkKey = payloadLinkKey(secret)
     this.ctx = {
       storage: forCallers,
       options,
       credentialKeys: keys,
       signingKeys,
       jwtSecret: secret,
+      payloadLinkKey: linkKey,
       telemetry,
       catalog,
       now,
       destinationChanged: (tenantId, destinationId) => this.worker.destinationChanged(tenantId, destinationId),
       stopDeliveries: (tenantId, destinationId) => this.worker.stopDeliveries(tenantId, destinationId),
+      stopEventDeliveries: (tenantId, eventIds) => this.worker.stopEventDeliveries(tenantId, eventIds),
+      jobCreated: () => {
+        this.replays.wake()
+        this.expunges.wake()
+      },
     }
     const supervisor = (this.supervisor = new Supervisor(options.supervisor, options.logger))
     const signers = () => signingKeys.signers()
-    this.worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry, reporter: reporter(this.ctx, () => this.operatorSink), signers, supervisor })
+    const payloadLinks = options.publicUrl ? { baseUrl: options.publicUrl.replace(/\/+$/, ''), ttlMs: durationMs(options.payloadLinkTtl), key: linkKey } : undefined
+    this.worker = new DeliveryWorker({ storage, options, credentialKeys: keys, now, telemetry, reporter: reporter(this.ctx, () => this.operatorSink), signers, supervisor, payloadLinks })
     this.writer = new EventWriter(forCallers, this.worker, now)
     this.replays = new ReplayRunner({ storage, options, now, wakeWorker: () => this.worker.wake(), supervisor })
+    this.expunges = new ExpungeRunner({ storage, options, now, supervisor, erased: (tenantId, eventIds) => this.worker.stopEventDeliveries(tenantId, eventIds) })
     this.operatorSink = new OperatorSink(this.ctx, this.writer)
     this.commits = new CommitWatcher(() => this.worker.wake(), options.delivery.pollIntervalMs)
     this.pruner = this.#pruner(options)
@@ -94,6 +106,7 @@ export class EngineRuntime {
     if (options.delivery.worker) {
       this.worker.start()
       this.replays.start()
+      this.expunges.start()
     }
     this.pruner?.start()
     this.#stopObservingQueue ??= this.#telemetry.observeQueue(async () => {
@@ -126,6 +139,7 @@ export class EngineRuntime {
     await this.writer.drain()
     await this.pruner?.close()
     await this.replays.close()
+    await this.expunges.close()
     await this.worker.close()
     this.ctx.signingKeys.close()
     // Operator events raised by the last results are committed too (delivered after a restart).

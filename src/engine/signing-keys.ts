@@ -1,5 +1,5 @@
 import type * as v from 'valibot'
-import { RotateSigningKeySchema, type SigningJwkSchema, type SigningKeySetSchema } from '../model/signing-keys.js'
+import { RotateSigningKeySchema, type SigningJwkSchema, type SigningKeySet } from '../model/signing-keys.js'
 import { parseInput } from '../model/common.js'
 import { CredentialsError, sealCredentials, sealedWithCurrentKey, unsealCredentials, type CredentialsOwner, type Keyring } from '../credentials.js'
 import { OutflowError } from '../errors.js'
@@ -9,8 +9,7 @@ import type { ResolvedOptions } from '../options.js'
 import type { SigningKeyRecord, Storage } from '../storage/storage.js'
 
 export type SigningJwk = v.InferOutput<typeof SigningJwkSchema>
-/** The public key set (`GET /signing-keys`): a JWK Set. */
-export type SigningKeySet = v.InferOutput<typeof SigningKeySetSchema>
+export type { SigningKeySet }
 
 interface LoadedKey {
   key: Ed25519Key

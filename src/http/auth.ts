@@ -47,14 +47,31 @@ export function assertAuthConfigured(settings: AuthSettings): void {
  */
 export async function authenticate(header: string | null, settings: AuthSettings): Promise<Principal> {
   if (settings.auth === false) return { kind: 'admin' }
-  if (!header) throw unauthorized('missing credentials: send Authorization: Bearer <token>')
-  const [scheme, token, ...rest] = header.trim().split(/\s+/)
-  if (scheme?.toLowerCase() !== 'bearer' || !token || rest.length > 0)
-    throw unauthorized('malformed Authorization header: expected Bearer <token>', 'invalid_token')
+  const token = bearerToken(header)
   if (settings.apiKey && sameSecret(token, settings.apiKey)) return { kind: 'admin' }
   const tenantId = await settings.verifyTenantToken(token)
   if (tenantId) return { kind: 'tenant', tenantId }
   throw unauthorized('invalid credentials', 'invalid_token')
+}
+
+/**
+ * Require `Authorization: Bearer <secret>` (compared in constant time), as the API requires its admin
+ * key; 401 otherwise.
+ *
+ * @example
+ * requireBearer(request.headers.get('authorization'), apiKey) // throws 401 invalid credentials
+ */
+export function requireBearer(header: string | null, secret: string): void {
+  if (!sameSecret(bearerToken(header), secret)) throw unauthorized('invalid credentials', 'invalid_token')
+}
+
+/** The token of `Authorization: Bearer <token>`; 401 when the header is missing or malformed. */
+function bearerToken(header: string | null): string {
+  if (!header) throw unauthorized('missing credentials: send Authorization: Bearer <token>')
+  const [scheme, token, ...rest] = header.trim().split(/\s+/)
+  if (scheme?.toLowerCase() !== 'bearer' || !token || rest.length > 0)
+    throw unauthorized('malformed Authorization header: expected Bearer <token>', 'invalid_token')
+  return token
 }
 
 /**

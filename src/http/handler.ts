@@ -5,7 +5,7 @@ import { discardUnreadBody, readJsonBody } from './body.js'
 import { buildOpenApiDocument } from './openapi.js'
 import { createPortalServer } from './portal.js'
 import { queryRecord, validateParams, validateQuery } from './query.js'
-import { type HttpLogger, errorResponse, jsonResponse } from './responses.js'
+import { type HttpLogger, JsonText, errorResponse, jsonResponse, jsonTextResponse, withHeaders } from './responses.js'
 import { type Router, createRouter } from './router.js'
 import { type Access, Reply, routes, signingKeysCacheControl } from './routes.js'
 
@@ -109,11 +109,10 @@ async function serveApi(api: Api, request: Request, url: URL, served: Served): P
     const portalUrl = api.portalPath !== undefined ? builtInPortalUrl(request, url, api.portalPath) : undefined
     const result = await spec.handle({ outflow, params, query, body, openapi, authorize: check, tenantScope, portalUrl })
     if (result instanceof Reply) return jsonResponse(result.status, result.body, { ...headers, ...result.headers })
+    if (result instanceof JsonText) return jsonTextResponse(spec.responses[0].status, result.text, headers)
     return jsonResponse(spec.responses[0].status, result, headers)
   } catch (error) {
-    const response = errorResponse(error, api.logger, { method: request.method, path })
-    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value)
-    return response
+    return withHeaders(errorResponse(error, api.logger, { method: request.method, path }), headers)
   } finally {
     discardUnreadBody(request)
   }

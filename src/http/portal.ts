@@ -1,5 +1,5 @@
 import { OutflowError } from '../errors.js'
-import { errorResponse } from './responses.js'
+import { errorResponse, withHeaders } from './responses.js'
 import { loadPortalFiles, portalDirectory, type PortalFile, type PortalFiles } from './portal-files.js'
 
 // The built-in tenant portal: static files under `portal.path` (default /portal), served by the same
@@ -103,9 +103,7 @@ export function createPortalServer(settings: PortalSettings): PortalServer {
       try {
         return serveFile(request, url)
       } catch (error) {
-        const response = errorResponse(error)
-        for (const [name, value] of Object.entries(headers)) response.headers.set(name, value)
-        return response
+        return withHeaders(errorResponse(error), headers)
       }
     },
   }

@@ -15,7 +15,17 @@ const jsonHeaders = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-
  * jsonResponse(201, destination)
  */
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { ...jsonHeaders, ...headers } })
+  return jsonTextResponse(status, JSON.stringify(body), headers)
+}
+
+/** A handler's answer that is JSON text already, sent byte for byte (a thin delivery's payload). */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/** A response of JSON text sent as it is (bytes a client checks against a digest), never cached. */
+export function jsonTextResponse(status: number, text: string, headers: Record<string, string> = {}): Response {
+  return new Response(text, { status, headers: { ...jsonHeaders, ...headers } })
 }
 
 /**
@@ -31,4 +41,19 @@ export function errorResponse(error: unknown, logger?: HttpLogger, context: Reco
   logger?.error({ ...context, status, error: errorFields(error) }, 'http request failed')
   const headers = error instanceof OutflowError ? error.headers : undefined
   return jsonResponse(status, { status, message: status === 503 ? 'service unavailable' : 'internal error' }, headers)
+}
+
+/**
+ * `response` with `headers` added, as a new Response. Setting them on `response.headers` is not enough
+ * where @hono/node-server has replaced the global Response (as its server does): once the body is read,
+ * that Response answers from its original init, without them.
+ *
+ * @example
+ * withHeaders(errorResponse(error), { Deprecation: 'true' })
+ */
+export function withHeaders(response: Response, headers: Record<string, string>): Response {
+  if (Object.keys(headers).length === 0) return response
+  const merged = new Headers(response.headers)
+  for (const [name, value] of Object.entries(headers)) merged.set(name, value)
+  return new Response(response.body, { status: response.status, headers: merged })
 }

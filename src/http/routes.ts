@@ -1,16 +1,8 @@
 import * as v from 'valibot'
 import type { Outflow } from '../engine.js'
 import { CreateDestinationSchema, DestinationSchema, ListDestinationsQuerySchema, UpdateDestinationSchema } from '../model/destination.js'
-import {
-  DeliveryAttemptSchema,
-  EventSchema,
-  GetEventQuerySchema,
-  ListAdminEventsQuerySchema,
-  ListDestinationEventsQuerySchema,
-  ListEventsQuerySchema,
-  PublishResultSchema,
-  PublishSchema,
-} from '../model/event.js'
+import { DeliveryAttemptSchema, EventSchema, GetEventQuerySchema, ListAdminEventsQuerySchema, ListDestinationEventsQuerySchema, ListEventsQuerySchema, PublishResultSchema, PublishSchema } from '../model/event.js'
+import { ExpungeJobSchema, ExpungeResultSchema, ExpungeSchema, type ExpungeInput } from '../model/expunge.js'
 import { AttemptMetricsQuerySchema, EventMetricsQuerySchema, MetricsResponseSchema, type AttemptMetricsQuery, type EventMetricsQuery } from '../model/metrics.js'
 import { ListTenantsQuerySchema, PortalSessionSchema, TenantSchema, UpsertTenantSchema } from '../model/tenant.js'
 import { DestinationTypeInfoSchema, SchemaPathTypeSchema } from '../model/destination-type.js'
@@ -19,6 +11,8 @@ import { TopicInfoSchema } from '../model/topic.js'
 import { RotateSigningKeySchema, SigningKeySetSchema } from '../model/signing-keys.js'
 import { EnableQuerySchema, ReplayJobSchema, ReplaySchema, TenantReplaySchema, type EnableQuery } from '../model/replay.js'
 import { nestQuery, type QueryRecord } from './query.js'
+import { Reply, type RouteContext, type RouteSpec, type Schema } from './route-spec.js'
+import { payloadRoute } from './payload-route.js'
 import {
   EnabledDestinationSchema,
   EventPageSchema,
@@ -33,66 +27,11 @@ import {
   TenantTokenSchema,
 } from './schemas.js'
 
-/**
- * Who may call a route (DESIGN §3): `public` anyone; `admin` the API key only; `tenant` the API key
- * or a token of the path's `{tenant_id}`; `token` the API key or any tenant token.
- */
-export type Access = 'public' | 'admin' | 'tenant' | 'token'
-
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-
-type Schema = v.GenericSchema
-
-export interface RouteContext {
-  outflow: Outflow
-  params: Record<string, string>
-  query: QueryRecord
-  body: unknown
-  /** The OpenAPI document, for the one route that serves it. */
-  openapi: () => unknown
-  /** Hold the caller to a stricter rule than the route's own (e.g. health details need the admin key): 401/403. */
-  authorize: (access: Access) => Promise<void>
-  /** The tenant a tenant token limits the caller to; undefined for the admin key and public routes. */
-  tenantScope?: string
-  /** The built-in portal's URL on the host the request came to; undefined when it is not served. */
-  portalUrl?: string
-}
-
-/** A handler's answer when its status is not the route's first documented one. */
-export class Reply {
-  constructor(
-    readonly status: number,
-    readonly body: unknown,
-    readonly headers: Record<string, string> = {},
-  ) {}
-}
+export { Reply, type Access, type HttpMethod, type RouteContext, type RouteSpec } from './route-spec.js'
 
 /** How long receivers and caches may keep the key set: a rotation overlaps by far longer. */
 export const signingKeysCacheControl = 'public, max-age=300'
 
-export interface RouteSpec {
-  method: HttpMethod
-  /** OpenAPI-style path below `/api/v1`, e.g. `/tenants/{tenant_id}`. */
-  path: string
-  operationId: string
-  summary: string
-  tag: 'Tenants' | 'Destinations' | 'Destination types' | 'Topics' | 'Events' | 'Replays' | 'Metrics' | 'Service'
-  access: Access
-  /** Validates every path parameter; a bad value is a 400 naming it. */
-  params: Record<string, Schema>
-  /** Validates the query (a strict object: unknown parameters are a 400). */
-  query: Schema
-  /** `deepObject`: bracketed names (`time[start]`, `measures[0]`) are nested before validation, as Outpost reads them. */
-  queryStyle?: 'form' | 'deepObject'
-  /** JSON request body; the engine validates it (422). */
-  body?: { schema: Schema; required: boolean }
-  /** Documented successes, the first one being the default status. */
-  responses: [{ status: number; description: string; schema?: Schema }, ...{ status: number; description: string; schema?: Schema }[]]
-  /** Route-specific error statuses for the document (the common ones are derived). */
-  errors?: { status: number; description: string }[]
-  deprecated?: boolean
-  handle: (ctx: RouteContext) => Promise<unknown>
-}
 
 const tenantParams = { tenant_id: PathIdSchema }
 const destinationParams = { ...tenantParams, destination_id: PathIdSchema }
@@ -111,7 +50,6 @@ const listDestinationTypes: RouteSpec = {
   responses: [{ status: 200, description: 'List of destination type schemas', schema: v.array(DestinationTypeInfoSchema) }],
   handle: ({ outflow }) => outflow.listDestinationTypes(),
 }
-
 const getDestinationType: RouteSpec = {
   method: 'GET', path: '/destination-types/{type}', operationId: 'getDestinationType', summary: 'Get Destination Type Schema', tag: 'Destination types', access: 'token',
   params: typeParam, query: NoQuerySchema,
@@ -318,6 +256,25 @@ export const routes: RouteSpec[] = [
     handle: ({ outflow, params }) => outflow.listDeliveries(params.tenant_id!, params.event_id!),
   },
   {
+    method: 'POST', path: '/tenants/{tenant_id}/events/expunge', operationId: 'expungeEvents', summary: 'Expunge Events', tag: 'Events', access: 'tenant',
+    params: tenantParams, query: NoQuerySchema, body: { schema: ExpungeSchema, required: true },
+    responses: [
+      { status: 200, description: '`ids`: erased at once; per id `expunged` or `not_found`', schema: ExpungeResultSchema },
+      { status: 202, description: 'A time range (`from`, `to`, `topic`): the erasure job started', schema: ExpungeJobSchema },
+    ],
+    handle: async ({ outflow, params, body }) => {
+      const answer = await outflow.expungeEvents(params.tenant_id!, body as ExpungeInput)
+      return 'results' in answer ? answer : new Reply(202, answer)
+    },
+  },
+  {
+    method: 'GET', path: '/tenants/{tenant_id}/expunges/{job_id}', operationId: 'getExpungeJob', summary: 'Get Expunge Job', tag: 'Events', access: 'tenant',
+    params: { ...tenantParams, job_id: PathIdSchema }, query: NoQuerySchema,
+    responses: [{ status: 200, description: 'Erasure job and its progress', schema: ExpungeJobSchema }],
+    errors: [{ status: 404, description: 'Tenant or expunge job not found' }],
+    handle: ({ outflow, params }) => outflow.getExpungeJob(params.tenant_id!, params.job_id!),
+  },
+  {
     method: 'GET', path: '/tenants/{tenant_id}/destinations/{destination_id}/events', operationId: 'listDestinationEvents', summary: 'List Events by Destination', tag: 'Events', access: 'tenant', deprecated: true,
     params: destinationParams, query: ListDestinationEventsQuerySchema,
     responses: [{ status: 200, description: 'Event list page', schema: EventPageSchema }],
@@ -344,6 +301,7 @@ export const routes: RouteSpec[] = [
     path: '/metrics/attempts', operationId: 'getAttemptMetrics', summary: 'Get Attempt Metrics', description: 'Aggregated attempt metrics', query: AttemptMetricsQuerySchema,
     read: (outflow, query: AttemptMetricsQuery, scope) => outflow.attemptMetrics(query, scope),
   }),
+  payloadRoute,
   {
     method: 'GET', path: '/healthz', operationId: 'health', summary: 'Health check', tag: 'Service', access: 'public',
     params: {}, query: HealthQuerySchema,

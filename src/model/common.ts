@@ -189,7 +189,8 @@ export function objectOf<V extends v.GenericSchema>(value: V, message: string, k
  * keys), so a JSON array is refused first with one clear message.
  */
 export function objectBody<S extends v.GenericSchema>(schema: S) {
-  return v.pipe(ObjectCheck, schema)
+  // Typed as the inner schema's input, so `InferInput` of a body (CreateDestinationInput, …) is what a caller sends.
+  return v.pipe(ObjectCheck as v.CustomSchema<v.InferInput<S>, v.ErrorMessage<v.CustomIssue> | undefined>, schema)
 }
 
 /**

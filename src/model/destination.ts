@@ -2,6 +2,7 @@ import * as v from 'valibot'
 import { DeprecatedTopicSchema } from './topic.js'
 import { DestinationTypeNameSchema } from './destination-type.js'
 import { DeliverySettingsPatchSchema, DeliverySettingsSchema } from './delivery-settings.js'
+import { PayloadPolicySchema } from './payload-policy.js'
 import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, objectOf, RepeatedStringSchema, storableText, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
@@ -61,6 +62,7 @@ export const CreateDestinationSchema = objectBody(v.strictObject(
     delivery_metadata: v.optional(v.nullable(StringMapSchema)),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
     delivery: v.optional(v.nullable(DeliverySettingsSchema)),
+    payload: v.optional(v.nullable(PayloadPolicySchema)),
   },
   'unexpected field',
 ))
@@ -78,6 +80,8 @@ export const UpdateDestinationSchema = objectBody(v.strictObject(
     ),
     metadata: v.optional(v.nullable(JsonObjectSchema)),
     delivery: v.optional(v.nullable(DeliverySettingsPatchSchema)),
+    /** Replaced as a whole; null: back to the type's default. */
+    payload: v.optional(v.nullable(PayloadPolicySchema)),
   },
   'unexpected field',
 ))
@@ -109,6 +113,8 @@ export const DestinationSchema = v.object({
   metadata: v.optional(v.nullable(JsonObjectSchema)),
   /** The destination's own delivery policy (not in the spec: an addition); absent when it follows the engine's. */
   delivery: v.optional(DeliverySettingsSchema),
+  /** Full or thin deliveries (not in the spec: an addition); absent when it follows its type's default. */
+  payload: v.optional(PayloadPolicySchema),
   /** A short, human-readable name of where it delivers (a host, queue or bucket). */
   target: v.optional(v.string()),
   /** A URL of the target when it has one. */

@@ -21,13 +21,15 @@ export const EventSchema = v.object({
   metadata: StringMapSchema,
   /** Whether the delivery to this destination succeeded (`success`) or not yet or never (`failed`). */
   status: EventStatusSchema,
-  /** The event's payload, as published. */
+  /** The event's payload, as published; null once erased (see `expunged_at`). */
   data: v.unknown(),
   /**
    * An addition to the spec (its `status` enum stays success/failed): present while this pair is skipped, since
    * when. Skipped means never attempted because the destination was disabled (`status` is then `failed`).
    */
   skipped_at: v.optional(v.pipe(v.string(), v.description('Present while the delivery to this destination is skipped (its destination was disabled when the event was published, or when its next attempt was due): since when. Never attempted since; `status` is `failed`. A replay with `status: "skipped"` sends it.'))),
+  /** An addition to the spec: present when the event was erased (`data` is then null), since when. */
+  expunged_at: v.optional(v.pipe(v.string(), v.description('Present when the event was erased (`POST /tenants/{tenant_id}/events/expunge`): since when. `data` is then null and its attempts keep no response body; deliveries still pending were cancelled, and it is never sent again (retry and replay skip it).'))),
   /** An addition to the spec: whether `data` matched its topic's schema at publish; absent when it was not checked. */
   schema_valid: v.optional(v.pipe(v.boolean(), v.description('Present when the topic has a schema checked at publish: whether `data` matched it. `false` only under `validation: "warn"` (an `enforce` topic refuses such events with a 422).'))),
 })
@@ -135,5 +137,6 @@ export const ListDestinationEventsQuerySchema = v.strictObject(
 export type ListDestinationEventsQuery = v.InferInput<typeof ListDestinationEventsQuerySchema>
 
 export const GetEventQuerySchema = v.strictObject({ destination_id: v.optional(IdSchema) }, 'unknown query parameter')
+export type GetEventQuery = v.InferInput<typeof GetEventQuerySchema>
 
 export { JsonObjectSchema }

@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 
 /** The engine's loops, as the supervisor names them (src/delivery/supervisor.ts). */
-export const LoopNameSchema = v.picklist(['claim', 'leases', 'results', 'listen', 'replay', 'prune'])
+export const LoopNameSchema = v.picklist(['claim', 'leases', 'results', 'listen', 'replay', 'expunge', 'prune'])
 
 /** One supervised loop: `restarting` after it threw, `failed` after it threw `supervisor.restarts` times in a row. */
 export const LoopHealthSchema = v.object({

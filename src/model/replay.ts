@@ -57,6 +57,7 @@ export const ReplayJobSchema = v.object({
     topics: v.nullable(v.array(v.string())),
   }),
 })
+/** A replay job: what it selected (`criteria`), how far it got (`matched`, `done`, `failed`) and its status. */
 export type ReplayJob = v.InferOutput<typeof ReplayJobSchema>
 
 /** Query of Enable Destination: `replay=skipped` also replays what was skipped while it was disabled. */
@@ -74,4 +75,5 @@ export const RecoverySchema = v.object({
   replay: v.object({ method: v.literal('POST'), path: v.string(), body: v.object({ since: v.string(), status: v.literal('skipped') }) }),
   replay_job: v.optional(ReplayJobSchema),
 })
+/** `recovery` of Enable Destination: the skipped deliveries and the replay call that sends them (or the job it started). */
 export type Recovery = v.InferOutput<typeof RecoverySchema>

@@ -33,3 +33,7 @@ export const SigningJwkSchema = v.object({
 
 /** The public keys of `v1a` (Ed25519) webhook signatures: a JWK Set (RFC 7517). */
 export const SigningKeySetSchema = v.object({ keys: v.array(SigningJwkSchema) })
+/** The public key set (`GET /signing-keys`): a JWK Set. */
+export type SigningKeySet = v.InferOutput<typeof SigningKeySetSchema>
+/** Body of `POST /signing-keys/rotate`. */
+export type RotateSigningKeyInput = v.InferInput<typeof RotateSigningKeySchema>

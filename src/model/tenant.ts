@@ -42,6 +42,7 @@ export type ListTenantsQuery = v.InferInput<typeof ListTenantsQuerySchema>
 
 /** Query of `GET /tenants/{tenant_id}/portal`. */
 export const PortalQuerySchema = v.strictObject({ theme: v.optional(v.picklist(['light', 'dark'], 'must be "light" or "dark"')) }, 'unknown query parameter')
+export type PortalQuery = v.InferInput<typeof PortalQuerySchema>
 
 /** Body of `POST /portal/sessions`: the code of a portal redirect URL, exchanged once for a tenant token. */
 export const PortalSessionSchema = objectBody(

@@ -5,6 +5,7 @@ import type { ClientTls } from './client-tls.js'
 import { proxyConnector, type EgressProxy } from './proxy.js'
 import { guardedLookup, ipLiteral, isPrivateAddress, SSRF_ERROR_CODE, ssrfError } from './ssrf.js'
 import { errorCodes, transportErrorKind } from './transport-error.js'
+import { parseRetryAfter } from '../retry-after.js'
 
 /** Response bodies are recorded up to this many bytes (DESIGN §3: 16 KiB). */
 export const RESPONSE_BODY_LIMIT = 16 * 1024
@@ -264,15 +265,6 @@ export async function sendHttp(url: string, init: HttpRequestInit, options: Http
   } catch (err) {
     throw toDeliveryError(err, options.signal)
   }
-}
-
-/** `Retry-After` as a delay in ms: delta-seconds or an HTTP-date; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
-  if (value === undefined) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const at = Date.parse(trimmed)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
 /**

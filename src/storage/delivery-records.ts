@@ -67,8 +67,11 @@ export interface HostConnection {
   hasEvent(tenantId: string, eventId: string): boolean
 }
 
-/** `skipped`: published while the destination was disabled, never attempted (until a replay). */
-export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled' | 'skipped'
+/**
+ * `skipped`: published while the destination was disabled, never attempted (until a replay). `expunged`: its event
+ * was erased (see Storage.expungeEvents); final, whatever it was before.
+ */
+export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'cancelled' | 'skipped' | 'expunged'
 
 export interface ClaimRequest {
   owner: string
@@ -162,6 +165,8 @@ export interface EventRow {
   skipped_at: Date | null
   /** See EventRecord.schema_valid; null when not checked. */
   schema_valid: boolean | null
+  /** When the event was erased (`data` is then null); null when it was not. */
+  expunged_at: Date | null
 }
 
 /** What a take from a rate-limit bucket gave: `taken` tokens, and `waitMs` until the bucket has another one (0: it has). */

@@ -1,6 +1,7 @@
 // The records of tenants, destinations, portal sign-in codes and signing keys (see Storage's methods for them).
 import type { JsonObject } from '../model/common.js'
 import type { DeliverySettings } from '../model/delivery-settings.js'
+import type { PayloadPolicy } from '../model/payload-policy.js'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { KeysetRequest } from '../model/pagination.js'
 
@@ -39,6 +40,8 @@ export interface DestinationRecord {
   consecutive_failures: number
   /** The destination's own delivery policy (retries, timeout); null or absent follows the engine's options. */
   delivery?: DeliverySettings | null
+  /** Full or thin deliveries; null or absent follows the type's default. */
+  payload?: PayloadPolicy | null
 }
 
 export interface DestinationKey {

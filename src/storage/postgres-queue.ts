@@ -163,7 +163,7 @@ type AttemptColumn = keyof ReturnType<typeof attemptColumns>
  * and each destination's failure streak counts the batch's failures after its last success (a success resets
  * it). Attempts already logged are skipped with their delivery and their streak: the worker writes results
  * again after a write failed on a lost connection or its deadline, and such a write may have committed after
- * all, so writing a batch twice changes nothing. A delivery cancelled meanwhile stays cancelled.
+ * all, so writing a batch twice changes nothing. A delivery cancelled or erased meanwhile stays so.
  * Returns each destination of the batch that exists with its streak.
  */
 function recordStatement(t: Tables, variant: Variant) {
@@ -252,10 +252,10 @@ function resultWrites(t: Tables, { days, fifo }: Variant) {
     ), `
   return sql`${fifo ? promoted : sql``}updated as (
       update ${t.deliveries} d set
-        status = case when d.status = 'cancelled' then d.status else v.delivery_status end,
+        status = case when d.status in ('cancelled', 'expunged') then d.status else v.delivery_status end,
         attempt_count = d.attempt_count + 1,
         manual = false,
-        next_attempt_at = case when d.status = 'cancelled' then null else v.next_at end,
+        next_attempt_at = case when d.status in ('cancelled', 'expunged') then null else v.next_at end,
         lease_owner = null,
         lease_until = null,
         last_attempt_at = v.delivered_at,
@@ -264,16 +264,17 @@ function resultWrites(t: Tables, { days, fifo }: Variant) {
       from v
       where d.id = v.delivery_id and d.id in (select id from locked) and ${asyncCommit}${within('d', days)}
         and not exists (select 1 from ${t.attempts} done where done.id = v.id${within('done', days)})
-      returning d.id, d.event_created_at
+      returning d.id, d.event_created_at, d.status as delivery_now
     ), written as (
-      select v.*, u.event_created_at from v join updated u on u.id = v.delivery_id
+      select v.*, u.event_created_at, u.delivery_now from v join updated u on u.id = v.delivery_id
       where not exists (select 1 from ${t.attempts} done where done.id = v.id${within('done', days)})
     ), logged as (
-      -- event_created_at: the attempt goes to its event's day partition on the partitioned layout.
+      -- event_created_at: the attempt goes to its event's day partition on the partitioned layout. An attempt of an
+      -- event erased while it was in flight keeps no response body.
       insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
         response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, event_created_at)
       select id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
-        response_status_code, response_body, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, event_created_at
+        response_status_code, case when delivery_now = 'expunged' then null else response_body end, response_headers, error, error_kind, duration_ms, delivered_at, topic, destination_type, event_created_at
       from written
     )`
 }

@@ -49,7 +49,7 @@ export async function listTenants(ctx: SqlContext, q: TenantListRequest) {
 }
 
 export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean> {
-  const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets } = ctx.tables
+  const { tenants, destinations, events, deliveries, attempts, replay_jobs, expunge_jobs, rate_buckets } = ctx.tables
   return ctx.transaction(async (db) => {
     // Writers hold the tenant row (key share) until they commit, so this waits for them and then sees their rows.
     const gone = await db.delete(tenants).where(eq(tenants.id, id)).returning({ id: tenants.id })
@@ -61,6 +61,7 @@ export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean
     await db.delete(destinations).where(eq(destinations.tenant_id, id))
     // Replay jobs before deliveries: a replay step locks its job, then deliveries (no deadlock).
     await db.delete(replay_jobs).where(eq(replay_jobs.tenant_id, id))
+    await db.delete(expunge_jobs).where(eq(expunge_jobs.tenant_id, id))
     await db.delete(deliveries).where(deliveriesInIdOrder(ctx, db, eq(deliveries.tenant_id, id)))
     await db.delete(attempts).where(eq(attempts.tenant_id, id))
     await db.delete(events).where(eq(events.tenant_id, id))
@@ -73,7 +74,7 @@ export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean
  * Hold the tenant row until commit (Postgres `FOR KEY SHARE`: it blocks a delete, not an update), so
  * a concurrent deleteTenant waits for this transaction and then removes what it wrote. False when gone.
  */
-async function holdTenant(ctx: SqlContext, db: Db, id: string): Promise<boolean> {
+export async function holdTenant(ctx: SqlContext, db: Db, id: string): Promise<boolean> {
   const { tenants } = ctx.tables
   let query = db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, id))
   if (ctx.dialect === 'postgres') query = query.for('key share') as typeof query
@@ -149,6 +150,7 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord, r
         delivery_metadata: r.delivery_metadata,
         metadata: r.metadata,
         delivery: r.delivery ?? null,
+        payload: r.payload ?? null,
         updated_at: r.updated_at,
       })
       .where(and(match, eq(destinations.updated_at, readAt)))

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, or, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, ne, or, sql, type SQL } from 'drizzle-orm'
 import { deliveriesInIdOrder, keysetPlan, listedDelivery, type Db, type SqlContext } from './sql-context.js'
 import { promoteHeads } from './sql-ordering.js'
 import type {
@@ -168,13 +168,14 @@ export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boo
 
 export async function requeueDelivery(ctx: SqlContext, tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean> {
   const { deliveries, destinations } = ctx.tables
-  // A delete that committed first leaves nothing to requeue; one that commits later cancels the row again.
+  // A delete that committed first leaves nothing to requeue; one that commits later cancels the row again. An
+  // erased event is never sent again.
   const destinationExists = sql`exists (select 1 from ${destinations} where ${destinations.tenant_id} = ${tenantId} and ${destinations.id} = ${destinationId})`
   return ctx.transaction(async (db) => {
     const rows = await db
       .update(deliveries)
       .set({ status: 'pending', manual: true, next_attempt_at: now, lease_owner: null, lease_until: null })
-      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.event_id, eventId), eq(deliveries.destination_id, destinationId), destinationExists))
+      .where(and(eq(deliveries.tenant_id, tenantId), eq(deliveries.event_id, eventId), eq(deliveries.destination_id, destinationId), ne(deliveries.status, 'expunged'), destinationExists))
       .returning({ id: deliveries.id })
     if (rows.length > 0) await ctx.notifyWork?.(db)
     return rows.length > 0
@@ -196,6 +197,7 @@ function eventRowSelection(ctx: SqlContext) {
     last_attempt_at: d.last_attempt_at,
     skipped_at: d.skipped_at,
     schema_valid: e.schema_valid,
+    expunged_at: e.expunged_at,
   }
 }
 
@@ -244,6 +246,20 @@ export async function getEvent(ctx: SqlContext, tenantId: string, eventId: strin
       .limit(1),
   )
   return (row as EventRow | undefined) ?? null
+}
+
+/** An event's data when it has a delivery to the destination, whatever the delivery's state (a thin delivery's link). */
+export async function getDeliveredData(ctx: SqlContext, tenantId: string, eventId: string, destinationId: string): Promise<{ data: unknown } | null> {
+  const { deliveries: d, events: e } = ctx.tables
+  const [row] = await ctx.run((db) =>
+    db
+      .select({ data: e.data })
+      .from(d)
+      .innerJoin(e, and(eq(e.tenant_id, d.tenant_id), eq(e.id, d.event_id)))
+      .where(and(eq(d.tenant_id, tenantId), eq(d.event_id, eventId), eq(d.destination_id, destinationId)))
+      .limit(1),
+  )
+  return row ?? null
 }
 
 export async function listAttempts(ctx: SqlContext, tenantId: string, eventId: string): Promise<AttemptRecord[]> {

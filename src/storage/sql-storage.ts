@@ -1,5 +1,6 @@
 import type { SqlContext } from './sql-context.js'
 import * as directory from './sql-directory.js'
+import * as expunge from './sql-expunge.js'
 import * as metrics from './sql-metrics.js'
 import * as portal from './sql-portal.js'
 import * as queue from './sql-queue.js'
@@ -48,6 +49,7 @@ export function createSqlStorage(
     listEvents: (q) => queue.listEvents(ctx, q),
     getEvent: (t, e, d) => queue.getEvent(ctx, t, e, d),
     listAttempts: (t, e) => queue.listAttempts(ctx, t, e),
+    getDeliveredData: (t, e, d) => queue.getDeliveredData(ctx, t, e, d),
     queueStats: (now) => queue.queueStats(ctx, now),
     ping: () => queue.ping(ctx),
     eventMetrics: (q) => metrics.eventMetrics(ctx, q),
@@ -60,6 +62,7 @@ export function createSqlStorage(
     advanceReplayJob: (q) => replays.advanceReplayJob(ctx, q),
     releaseReplayJobs: (owner) => replays.releaseReplayJobs(ctx, owner),
     skippedDeliveries: (t, d) => replays.skippedDeliveries(ctx, t, d),
+    ...expunge.expungeMethods(ctx),
     takeTokens: (t, d, limit, count, now) => rate.takeTokens(ctx, t, d, limit, count, now),
     promoteWaitingDeliveries: (now) => ordering.promoteWaiting(ctx, now),
     insertPortalCode: (code, now) => portal.insertPortalCode(ctx, code, now),

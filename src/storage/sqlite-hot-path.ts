@@ -33,19 +33,23 @@ function attemptWriter(client: BetterSqlite3.Database): (writes: AttemptWrite[])
      values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
   const attemptExists = client.prepare(`select 1 from attempts where id = ?`).pluck()
-  // A delivery cancelled meanwhile (its destination was deleted) stays cancelled.
-  const updateDelivery = client.prepare(
-    `update deliveries set status = case when status = 'cancelled' then status else ? end, attempt_count = attempt_count + 1, manual = 0,
-       next_attempt_at = case when status = 'cancelled' then null else ? end, lease_owner = null,
-       lease_until = null, last_attempt_at = ?, successful_at = coalesce(successful_at, ?), skipped_at = null
-     where id = ?`,
-  )
+  // A delivery cancelled meanwhile (its destination was deleted) stays cancelled; one whose event was erased
+  // meanwhile (attempted with the payload claimed before) stays expunged, and its attempt keeps no response body.
+  const updateDelivery = client
+    .prepare(
+      `update deliveries set status = case when status in ('cancelled', 'expunged') then status else ? end, attempt_count = attempt_count + 1, manual = 0,
+         next_attempt_at = case when status in ('cancelled', 'expunged') then null else ? end, lease_owner = null,
+         lease_until = null, last_attempt_at = ?, successful_at = coalesce(successful_at, ?), skipped_at = null
+       where id = ? returning status`,
+    )
+    .pluck()
   return (writes) => {
     for (const { attempt: a, delivery: d } of writes) {
       // Written already (the worker writes results again after a failed write): nothing to do.
       if (attemptExists.get(a.id)) continue
       // No attempt is logged for a delivery that is gone (its tenant was deleted).
-      if (updateDelivery.run(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id).changes === 0) continue
+      const status = updateDelivery.get(d.status, ms(d.next_attempt_at), ms(a.delivered_at), ms(d.successful_at), d.id) as string | undefined
+      if (status === undefined) continue
       insertAttempt.run(
         a.id,
         a.tenant_id,
@@ -56,7 +60,7 @@ function attemptWriter(client: BetterSqlite3.Database): (writes: AttemptWrite[])
         a.manual ? 1 : 0,
         a.status,
         a.response_status_code,
-        a.response_body,
+        status === 'expunged' ? null : a.response_body,
         a.response_headers === null ? null : JSON.stringify(a.response_headers),
         a.error,
         a.error_kind,

@@ -6,12 +6,14 @@ import type { TenantRecord, TenantSummary, TenantListRequest, DestinationRecord,
 import type { NewEventWithDeliveries, InsertEventResult, HostConnection, ClaimRequest, ClaimedDelivery, AttemptRecord, AttemptWrite, DestinationStreak, EventListRequest, EventRow, TokensTaken, QueueStats } from './delivery-records.js'
 import type { EventMetricsRequest, AttemptMetricsRequest, EventMetricsRow, AttemptMetricsRow, PruneRequest, PruneBatch, PartitionRequest, DroppedDay } from './operations-records.js'
 import type { NewReplayJob, ReplayJobRecord, ReplayStep, ReplayStepRequest } from './replay-records.js'
+import type { ExpungeJobRecord, ExpungeOutcome, ExpungeStep, ExpungeStepRequest, NewExpungeJob } from './expunge-records.js'
 
 // The records the port speaks in live in one file per area; callers import them from here.
 export type { TenantRecord, TenantSummary, TenantListRequest, DestinationRecord, DestinationKey, StoredCredentials, CredentialsReplacement, PublishTarget, PortalCodeRecord, SigningKeyRecord } from './directory-records.js'
 export type { EventRecord, NewDelivery, NewEventWithDeliveries, InsertEventResult, HostConnection, DeliveryStatus, ClaimRequest, ClaimedDelivery, AttemptRecord, AttemptWrite, DestinationStreak, EventListRequest, EventRow, TokensTaken, QueueStats } from './delivery-records.js'
 export type { MetricsWindow, EventMetricsRequest, AttemptMetricsRequest, MetricsRow, EventMetricsRow, AttemptMetricsRow, PruneRequest, PruneBatch, PartitionRequest, DroppedDay } from './operations-records.js'
 export type { NewReplayJob, ReplayJobRecord, ReplayJobStatus, ReplaySelect, ReplayStep, ReplayStepRequest } from './replay-records.js'
+export type { ExpungeJobRecord, ExpungeJobStatus, ExpungeOutcome, ExpungeStep, ExpungeStepRequest, NewExpungeJob } from './expunge-records.js'
 
 /** What `createOutflow` hands a storage factory (`storage: postgres({ url })` is one): the engine's logger. */
 export interface StorageContext {
@@ -149,6 +151,8 @@ export interface Storage {
   listEvents(query: EventListRequest): Promise<EventRow[]>
   /** One pair: for `destinationId` when given, else the most recently attempted one. */
   getEvent(tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null>
+  /** The event's data when it has a delivery (in any state) to `destinationId`, else null: what a payload link answers. */
+  getDeliveredData(tenantId: string, eventId: string, destinationId: string): Promise<{ data: unknown } | null>
   /** Every attempt of an event (all destinations), newest first. */
   listAttempts(tenantId: string, eventId: string): Promise<AttemptRecord[]>
 
@@ -173,6 +177,26 @@ export interface Storage {
   releaseReplayJobs(owner: string): Promise<void>
   /** Deliveries of a destination skipped at publish (status `skipped`): how many, and the oldest event time. */
   skippedDeliveries(tenantId: string, destinationId: string): Promise<{ count: number; oldest: Date | null }>
+
+  // --- erasure (privacy issue) -----------------------------------------------------------------
+  /**
+   * Erase these events of the tenant in one transaction: `data` becomes null and `expunged_at` is set (kept when
+   * already set), their attempts' response bodies are removed, and their deliveries end with status `expunged`
+   * (pending ones are cancelled: never claimed, retried or replayed again). Ids, topics, times and status codes
+   * stay. Each id answers `expunged` (now or before) or `not_found` (none of this tenant's); null when the tenant
+   * is gone.
+   */
+  expungeEvents(tenantId: string, ids: string[], now: Date): Promise<Map<string, ExpungeOutcome> | null>
+  /** Insert an erasure job of a time range (status `created`); null when the tenant is gone. */
+  insertExpungeJob(job: NewExpungeJob): Promise<ExpungeJobRecord | null>
+  /** One erasure job of a tenant, or null when it has no such job. */
+  getExpungeJob(tenantId: string, id: string): Promise<ExpungeJobRecord | null>
+  /** Lease the oldest erasure job not done that no live instance holds (Postgres: SKIP LOCKED), or null. */
+  claimExpungeJob(owner: string, now: Date, leaseUntil: Date): Promise<ExpungeJobRecord | null>
+  /** One step of a job `owner` holds, in one transaction: erase its next batch (as expungeEvents) and move its cursor, or finish it. */
+  advanceExpungeJob(step: ExpungeStepRequest): Promise<ExpungeStep>
+  /** Give back every erasure job lease `owner` holds (close()). */
+  releaseExpungeJobs(owner: string): Promise<void>
 
   // --- rate limits (recovery issue) ------------------------------------------------------------
   /**

@@ -1,11 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import BetterSqlite3 from 'better-sqlite3'
 import postgresJs from 'postgres'
 import { Webhook } from 'standardwebhooks'
@@ -16,49 +13,23 @@ import type { Outflow } from '../../src/engine.js'
 import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
+import { cliProcesses } from '../support/cli-process.js'
+import { samples, scrape } from '../support/prometheus-text.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
-const root = join(import.meta.dirname, '../..')
-const main = join(root, 'src/cli/main.ts')
-/** tsx's loader by path, so the CLI also runs with a working directory outside the checkout. */
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const dir = mkdtempSync(join(tmpdir(), 'outflow-cli-'))
-const running: ChildProcess[] = []
+const cli = cliProcesses(dir)
+const outflow = cli.run
 const drops: (() => Promise<void>)[] = []
 const apiKey = 'cli-test-admin-key-0123456789'
 const encryptionKey = 'cli-test-encryption-key-0123456789'
 
 afterAll(async () => {
-  for (const proc of running) if (proc.exitCode === null) proc.kill('SIGKILL')
+  cli.killAll()
   await Promise.all(drops.map((drop) => drop()))
   rmSync(dir, { recursive: true, force: true })
 })
-
-/**
- * `outflow <args>` as a real process (the CLI's source through tsx), with `env` as its whole
- * environment: nothing leaks in from the test runner's.
- */
-function outflow(args: string[], env: Record<string, string>, cwd = dir) {
-  const proc = spawn(process.execPath, ['--import', tsx, main, ...args], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  running.push(proc)
-  const state = { stdout: '', stderr: '', exitCode: undefined as number | null | undefined }
-  proc.stdout!.on('data', (c: Buffer) => (state.stdout += c.toString()))
-  proc.stderr!.on('data', (c: Buffer) => (state.stderr += c.toString()))
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve((state.exitCode = code))))
-  /** The JSON log lines written so far. */
-  const lines = () =>
-    state.stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown> & { msg: string; level: number })
-  const logged = (msg: string) => waitFor(() => lines().find((l) => l.msg === msg), 60_000, `"${msg}" (output so far: ${state.stdout}${state.stderr})`)
-  return { proc, state, exited, lines, logged }
-}
 
 /** Each storage `serve` runs on: env vars only, a fresh database, and how to read what the process left. */
 const storages = [
@@ -221,7 +192,7 @@ async function postgresTables(url: string): Promise<string[]> {
 }
 
 describe('outflow serve with OTEL_EXPORTER_OTLP_ENDPOINT', { timeout: 120_000 }, () => {
-  it('exports its spans over OTLP/HTTP as service "outflow", flushed when it stops', async () => {
+  it('exports its spans over OTLP/HTTP as service "outflow", flushed when it stops, and serves the same metrics to Prometheus', async () => {
     const posts: { path: string; body: string }[] = []
     const collector: Server = createServer((req, res) => {
       let body = ''
@@ -234,12 +205,16 @@ describe('outflow serve with OTEL_EXPORTER_OTLP_ENDPOINT', { timeout: 120_000 },
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve))
     try {
       const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`
-      const server = outflow(['serve'], { OUTFLOW_SQLITE_PATH: join(dir, 'otel.db'), OUTFLOW_API_KEY: apiKey, PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint })
-      const { url } = (await server.logged('listening')) as unknown as { url: string }
+      const server = outflow(['serve'], { OUTFLOW_SQLITE_PATH: join(dir, 'otel.db'), OUTFLOW_API_KEY: apiKey, PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OUTFLOW_PROMETHEUS_PORT: '0' })
+      const { url, metrics } = (await server.logged('listening')) as unknown as { url: string; metrics: string }
       const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
       expect((await fetch(`${url}/api/v1/tenants/acme`, { method: 'PUT', headers })).status).toBe(201)
       const body = JSON.stringify({ tenant_id: 'acme', topic: 'order.created', data: {} })
       expect((await fetch(`${url}/api/v1/publish`, { method: 'POST', headers, body })).status).toBe(202)
+      // One MeterProvider feeds both readers.
+      const scraped = await scrape(metrics)
+      expect(samples(scraped, 'published_events_total').map((s) => [s.labels.topic, s.value])).toEqual([['order.created', 1]])
+      expect(samples(scraped, 'target_info')[0]!.labels.service_name).toBe('outflow')
       server.proc.kill('SIGTERM')
       expect(await server.exited).toBe(0)
       const sent = (path: string) => posts.filter((p) => p.path === path).map((p) => p.body).join('')

@@ -90,6 +90,18 @@ describe('outflow settings', () => {
     expect(settingsError({ OUTFLOW_RETENTION_EVENTS: '30 days' }).data).toEqual({ OUTFLOW_RETENTION_EVENTS: 'retention.events must be a duration like 30d, 12h, 90m or 2w' })
   })
 
+  it('reads where /metrics is served: off by default, on the API port, or on a port and host of its own', () => {
+    expect(readSettings({ env: {} }).settings.prometheus).toEqual({ host: '127.0.0.1' })
+    expect(readSettings({ env: { OUTFLOW_PROMETHEUS: 'true' } }).settings.prometheus).toEqual({ enabled: true, host: '127.0.0.1' })
+    expect(readSettings({ env: { OUTFLOW_PROMETHEUS_PORT: '9464', OUTFLOW_PROMETHEUS_HOST: '0.0.0.0' } }).settings.prometheus).toEqual({ port: 9464, host: '0.0.0.0' })
+    expect(settingsError({ OUTFLOW_PROMETHEUS_PORT: '3000' }).data).toEqual({ OUTFLOW_PROMETHEUS_PORT: 'must differ from the API port (PORT)' })
+    expect(settingsError({ OUTFLOW_PROMETHEUS: 'false', OUTFLOW_PROMETHEUS_PORT: '9464' }).data).toEqual({ OUTFLOW_PROMETHEUS_PORT: 'is set while OUTFLOW_PROMETHEUS is false: unset one of them' })
+    expect(settingsError({ OUTFLOW_PROMETHEUS_PORT: '70000', OUTFLOW_PROMETHEUS: 'sometimes' }).data).toEqual({
+      OUTFLOW_PROMETHEUS: 'must be true or false, got "sometimes"',
+      OUTFLOW_PROMETHEUS_PORT: 'must be at most 65535',
+    })
+  })
+
   it('takes the config file, with the environment winning', () => {
     const file = join(dir, 'outflow.json')
     writeFileSync(file, JSON.stringify({ apiKey: 'file-admin-key-0123456789', delivery: { concurrency: 5, timeoutMs: 2000 }, sqlite: { path: 'file.db' }, server: { port: 8080 } }))

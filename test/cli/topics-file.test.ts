@@ -1,23 +1,20 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { readSettings } from '../../src/cli/settings.js'
 import { createOutflow } from '../../src/create-outflow.js'
 import type { OutflowError } from '../../src/errors.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import { catalog, orderSchema } from '../support/catalog.js'
-import { waitFor } from '../support/receiver.js'
-import { createTestDatabase, postgresAvailable } from '../support/services.js'
+import { serveStorages } from '../support/cli-process.js'
+import { startServe, type ServedOutflow } from '../support/outflow-serve.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'outflow-topics-file-'))
-const running: ChildProcess[] = []
+const running: ServedOutflow[] = []
 const drops: (() => Promise<void>)[] = []
 afterAll(async () => {
-  for (const proc of running) if (proc.exitCode === null) proc.kill('SIGKILL')
+  await Promise.all(running.map((served) => served.kill()))
   await Promise.all(drops.map((drop) => drop()))
   rmSync(dir, { recursive: true, force: true })
 })
@@ -102,37 +99,16 @@ describe('OUTFLOW_TOPICS_FILE', () => {
   })
 })
 
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-const main = join(import.meta.dirname, '../../src/cli/main.ts')
 const apiKey = 'cli-test-admin-key-0123456789'
 
 /** `outflow serve` as a real process with `env` as its whole environment; resolves to its API URL once it listens. */
 async function serve(env: Record<string, string>): Promise<{ api: string; output: () => string }> {
-  const proc = spawn(process.execPath, ['--import', tsx, main, 'serve'], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  running.push(proc)
-  let output = ''
-  proc.stdout!.on('data', (c: Buffer) => (output += c.toString()))
-  proc.stderr!.on('data', (c: Buffer) => (output += c.toString()))
-  const listening = await waitFor(
-    () => output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; url?: string }).find((l) => l.msg === 'listening'),
-    60_000,
-    `outflow serve to listen (output so far: ${output})`,
-  )
-  return { api: `${listening.url}/api/v1`, output: () => output }
+  const served = await startServe(env, dir)
+  running.push(served)
+  return served
 }
 
-const storages = [
-  { name: 'sqlite', available: true, env: async () => ({ OUTFLOW_SQLITE_PATH: join(dir, `serve-${Math.random().toString(36).slice(2)}.db`) }) },
-  {
-    name: 'postgres',
-    available: postgresAvailable,
-    env: async () => {
-      const db = await createTestDatabase()
-      drops.push(db.drop)
-      return { DATABASE_URL: db.url, OUTFLOW_ENCRYPTION_KEY: 'cli-test-encryption-key-0123456789' }
-    },
-  },
-]
+const storages = serveStorages(dir, drops)
 
 for (const storage of storages) {
   describe.runIf(storage.available)(`outflow serve with OUTFLOW_TOPICS_FILE on ${storage.name}`, { timeout: 120_000 }, () => {

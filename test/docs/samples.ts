@@ -14,7 +14,10 @@ export const entrySources: Record<string, string> = {
   './express': 'adapters/express.ts',
   './hono': 'adapters/hono.ts',
   './fastify': 'adapters/fastify.ts',
+  './nestjs': 'adapters/nestjs.ts',
   './verify': 'src/verify.ts',
+  './prometheus': 'src/prometheus.ts',
+  './client': 'src/client/index.ts',
 }
 
 /** A compiler error in a sample, placed at its line in the Markdown file. */

@@ -62,7 +62,7 @@ for (const kind of engineKinds()) {
       receiver = await startReceiver((r, n) => (r.path.startsWith('/flaky') && n === 0 ? { status: 500 } : r.path.startsWith('/slow') ? { delayMs: 300 } : {}))
     })
     afterEach(() => {
-      for (const loop of ['claim', 'leases', 'results', 'listen', 'replay', 'prune'] as const) injectFault(loop, 0)
+      for (const loop of ['claim', 'leases', 'results', 'listen', 'replay', 'expunge', 'prune'] as const) injectFault(loop, 0)
     })
     afterAll(async () => {
       await kind.cleanup()
@@ -84,7 +84,7 @@ for (const kind of engineKinds()) {
     it('reports every loop it runs as running', async () => {
       const outflow = await kind.create({ supervisor, retention: { events: '30d', intervalMs: 3_600_000 } })
       const names = (await outflow.health()).loops.map((l) => l.name).sort()
-      expect(names).toEqual(kind.name === 'postgres' ? ['claim', 'leases', 'listen', 'prune', 'replay', 'results'] : ['claim', 'leases', 'prune', 'replay', 'results'])
+      expect(names).toEqual(kind.name === 'postgres' ? ['claim', 'expunge', 'leases', 'listen', 'prune', 'replay', 'results'] : ['claim', 'expunge', 'leases', 'prune', 'replay', 'results'])
       expect((await outflow.health()).loops.every((l) => l.status === 'running' && l.restarts === 0)).toBe(true)
     })
 
@@ -140,6 +140,19 @@ for (const kind of engineKinds()) {
       await recovers(outflow, 'replay')
       await waitFor(async () => (await outflow.getReplay('sv-replay', destination.id, job.id)).status === 'completed', 15_000, 'the replay to complete')
       expect(receiver.on('/replay')).toHaveLength(8)
+    })
+
+    it('restarts the erasure runner: the erasure job created meanwhile is done once it runs again', async () => {
+      const { outflow } = await setup('sv-expunge', '/expunge')
+      await publishSome(outflow, 'sv-expunge', 'x', 3)
+      await delivered(outflow, 'sv-expunge', 3)
+      injectFault('expunge', always)
+      await failedHealth(outflow, 'expunge')
+      const job = await outflow.expungeEvents('sv-expunge', { from: new Date(Date.now() - 86_400_000).toISOString() })
+      await recovers(outflow, 'expunge')
+      await waitFor(async () => (await outflow.getExpungeJob('sv-expunge', job.id)).status === 'done', 15_000, 'the erasure job done')
+      expect((await outflow.getExpungeJob('sv-expunge', job.id)).expunged).toBe(3)
+      expect((await outflow.getEvent('sv-expunge', 'x-0')).data).toBeNull()
     })
 
     it('restarts the pruner: old events are pruned once it runs again', async () => {

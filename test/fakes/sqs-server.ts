@@ -51,6 +51,8 @@ export interface FakeSqs {
 }
 
 const amzJson = 'application/x-amz-json-1.0'
+/** The largest message SQS takes: 256 KiB, body and attributes together. */
+const maxMessageBytes = 262_144
 
 /** MD5 of the message attributes, computed the way SQS documents it (sorted names, length-prefixed fields). */
 export function md5OfMessageAttributes(attributes: Record<string, { DataType: string; StringValue?: string }>): string {
@@ -139,6 +141,11 @@ export async function startFakeSqs(options: FakeSqsOptions): Promise<FakeSqs> {
     }
     const attributes = input.MessageAttributes ?? {}
     const names = Object.keys(attributes)
+    // SQS counts the body and every attribute's name, type and value against its 256 KiB limit.
+    const size = Buffer.byteLength(input.MessageBody) + Object.entries(attributes).reduce((n, [k, a]) => n + Buffer.byteLength(k) + Buffer.byteLength(a.DataType) + Buffer.byteLength(a.StringValue ?? ''), 0)
+    if (size > maxMessageBytes) {
+      return sendError(res, { status: 400, type: 'com.amazonaws.sqs#InvalidParameterValue', queryError: 'InvalidParameterValue;Sender', message: `One or more parameters are invalid. Reason: Message must be shorter than ${maxMessageBytes} bytes.` })
+    }
     // The real service rejects the whole message for these; the publisher must never send them.
     if (names.length > 10 || names.some((n) => !attributeName.test(n)) || Object.values(attributes).some((a) => !a.StringValue)) {
       return sendError(res, { status: 400, type: 'com.amazonaws.sqs#InvalidParameterValue', queryError: 'InvalidParameterValue;Sender', message: 'invalid message attributes' })

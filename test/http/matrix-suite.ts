@@ -50,12 +50,16 @@ const expectations: Record<string, [admin: number, own: number, other: number, n
   'GET /tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}':            [200, 200, 403, 401],
   'POST /tenants/{tenant_id}/destinations/{destination_id}/events/{event_id}/retry':     [202, 202, 403, 401],
   'POST /tenants/{tenant_id}/destinations/{destination_id}/replay':                      [202, 202, 403, 401],
+  'POST /tenants/{tenant_id}/events/expunge':                                            [200, 200, 403, 401],
+  'GET /tenants/{tenant_id}/expunges/{job_id}':                                          [200, 200, 403, 401],
   'GET /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}':             [200, 200, 403, 401],
   'DELETE /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}':          [200, 200, 403, 401],
   'POST /tenants/{tenant_id}/replay':                                                    [202, 202, 403, 401],
   // A token sees the metrics of its own tenant (the path names none), so another tenant's token is 200 too.
   'GET /metrics/events':                                                                 [200, 200, 200, 401],
   'GET /metrics/attempts':                                                               [200, 200, 200, 401],
+  // The token in the path is the only credential: Authorization opens nothing (a link that is not one is 404 for all).
+  'GET /payloads/{token}':                                                               [404, 404, 404, 404],
   'GET /healthz':                                                                        [200, 200, 200, 200],
   'GET /signing-keys':                                                                   [200, 200, 200, 200],
   'POST /signing-keys/rotate':                                                           [200, 403, 403, 401],
@@ -108,9 +112,16 @@ const cases: Record<string, (ctx: SuiteContext) => Promise<MatrixRequest>> = {
   }),
   'GET /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/replays/${await freshReplay(ctx)}` }),
   'DELETE /tenants/{tenant_id}/destinations/{destination_id}/replays/{job_id}': async (ctx) => ({ path: `/tenants/acme/destinations/${ctx.destinations.acmeOk}/replays/${await freshReplay(ctx)}` }),
+  // Ids that name no event: answered per id (not_found), nothing erased.
+  'POST /tenants/{tenant_id}/events/expunge': async () => ({ path: '/tenants/acme/events/expunge', json: { ids: ['matrix-no-such-event'] } }),
+  'GET /tenants/{tenant_id}/expunges/{job_id}': async (ctx) => {
+    const res = await ctx.api('POST', '/tenants/acme/events/expunge', { json: { from: '2024-01-01T00:00:00Z', to: '2024-01-02T00:00:00Z' } })
+    return { path: `/tenants/acme/expunges/${res.body.id}` }
+  },
   'POST /tenants/{tenant_id}/replay': async (ctx) => ({ path: '/tenants/acme/replay', json: { since: '2024-01-01T00:00:00Z', until: '2024-01-02T00:00:00Z', destination_id: [ctx.destinations.acmeOk] } }),
   'GET /metrics/events': async () => ({ path: '/metrics/events?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&granularity=1h&measures[]=count' }),
   'GET /metrics/attempts': async () => ({ path: '/metrics/attempts?time[start]=2024-01-01T00:00:00Z&time[end]=2024-01-02T00:00:00Z&measures[0]=count&dimensions[0]=status' }),
+  'GET /payloads/{token}': async () => ({ path: '/payloads/WyJhY21lIiwiZTEiLCJkMSIsOTk5OTk5OTk5OV0.bm90LWEtbWFj' }),
   'GET /healthz': async () => ({ path: '/healthz' }),
   'GET /signing-keys': async () => ({ path: '/signing-keys' }),
   'POST /signing-keys/rotate': async () => ({ path: '/signing-keys/rotate', json: { overlap: '1h' } }),

@@ -7,9 +7,11 @@ import { Hono } from 'hono'
 import { outflowRouter } from '../../adapters/express.js'
 import { outflowFastify } from '../../adapters/fastify.js'
 import { outflowApp, outflowFetch } from '../../adapters/hono.js'
+import { OutflowModule } from '../../adapters/nestjs.js'
 import type { Outflow } from '../../src/engine.js'
 import { createHttpHandler } from '../../src/http/handler.js'
 import { sendWebResponse, toWebRequest } from '../../src/http/node.js'
+import { type NestPlatform, startNestHost } from '../support/nest-host.js'
 
 /** A host app serving the API on a real port; `baseUrl` ends in the API prefix. */
 export interface MountedApi {
@@ -100,5 +102,20 @@ export const fastifyMount: Mount = {
   },
 }
 
+/** A Nest app on `platform` importing `OutflowModule.forRoot({ outflow })` beside the host's own controller. */
+function nestMount(platform: NestPlatform): Mount {
+  return {
+    name: `nest on ${platform} (OutflowModule)`,
+    servesUnprefixed: false,
+    start: async (outflow) => {
+      const host = await startNestHost(platform, [OutflowModule.forRoot({ outflow })])
+      return { baseUrl: `${host.origin}${apiPrefix}`, close: host.close }
+    },
+  }
+}
+
+export const nestExpressMount = nestMount('express')
+export const nestFastifyMount = nestMount('fastify')
+
 /** The mounts the shared suite runs through. */
-export const mounts: Mount[] = [bareMount, expressMount, expressJsonMount, honoMount, fastifyMount]
+export const mounts: Mount[] = [bareMount, expressMount, expressJsonMount, honoMount, fastifyMount, nestExpressMount, nestFastifyMount]

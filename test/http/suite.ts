@@ -3,6 +3,7 @@ import { describeAuth } from './auth-suite.js'
 import { describeDestinations } from './destinations-suite.js'
 import { describeErrors } from './errors-suite.js'
 import { describeEvents } from './events-suite.js'
+import { describeExpunge } from './expunge-suite.js'
 import { describeHealth } from './health-suite.js'
 import { describeMatrix } from './matrix-suite.js'
 import { describeMetrics } from './metrics-suite.js'
@@ -34,6 +35,7 @@ export function describeHttp(mount: Mount, storage: StorageKind): void {
     describeTenants(ctx)
     describeDestinations(ctx)
     describeEvents(ctx)
+    describeExpunge(ctx)
     describeMetrics(ctx)
     describeErrors(ctx, mount)
     describeAuth(ctx)

@@ -37,7 +37,7 @@ function spans(file: string, pattern: RegExp): string[] {
  * `file:line-end`: from the first line matching `pattern` to the end of the file, found like `spans`.
  *
  * @example
- * fromFirst('src/net/http-client.ts', /^export function parseRetryAfter\(/) // 'src/net/http-client.ts:270-324'
+ * fromFirst('src/net/http-client.ts', /^export function errorKindForStatus\(/) // 'src/net/http-client.ts:270-315'
  */
 function fromFirst(file: string, pattern: RegExp): string {
   const lines = readFileSync(file, 'utf8').split('\n')
@@ -70,8 +70,8 @@ export const mutationModules: MutationModule[] = [
   { name: 'tokens', mutate: ['src/tokens.ts'], tests: ['test/tokens.test.ts'] },
   {
     name: 'attempt',
-    // http-client.ts from parseRetryAfter on: the status and error to attempt-result mapping (the rest is the socket pool).
-    mutate: ['src/delivery/attempt.ts', 'src/destinations/failure.ts', fromFirst('src/net/http-client.ts', /^export function parseRetryAfter\(/)],
+    // http-client.ts from errorKindForStatus on: the status and error to attempt-result mapping (the rest is the socket pool).
+    mutate: ['src/delivery/attempt.ts', 'src/destinations/failure.ts', 'src/retry-after.ts', fromFirst('src/net/http-client.ts', /^export function errorKindForStatus\(/)],
     tests: ['test/delivery/attempt.test.ts', 'test/destinations/failure.test.ts', 'test/net/http-client.test.ts'],
   },
   { name: 'catalog', mutate: ['src/delivery/catalog.ts'], tests: ['test/delivery/catalog.test.ts'] },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { attemptResultFromError, DeliveryError, httpAttemptResult, parseRetryAfter } from '../../src/net/http-client.js'
+import { attemptResultFromError, DeliveryError, httpAttemptResult } from '../../src/net/http-client.js'
+import { parseRetryAfter } from '../../src/retry-after.js'
 
 describe('httpAttemptResult and parseRetryAfter', () => {
   it.each([

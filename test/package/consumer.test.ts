@@ -1,33 +1,18 @@
 import { createHmac } from 'node:crypto'
 import { execFile, spawn } from 'node:child_process'
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../support/receiver.js'
-import { requireServices } from '../support/services.js'
+import { npm, type PackedPackage, packPackage, registryReachable } from '../support/packed-package.js'
 
 const run = promisify(execFile)
 const root = resolve(import.meta.dirname, '../..')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string>; devDependencies: Record<string, string>; peerDependencies: Record<string, string> }
 /** A probe that hangs fails within this (its output in the error). */
 const probeTimeout = { timeout: 60_000 }
-/** npm as a user runs it: without the npm_* variables of the `npm test` this suite may run under. */
-const npmEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')))
-const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: npmEnv, timeout: 180_000 })
-
-/** The registry answers (`npm ping`); without it the suite is skipped, unless services are required (CI). */
-async function registryReachable(): Promise<boolean> {
-  try {
-    await run('npm', ['ping'], { env: npmEnv, timeout: 20_000 })
-    return true
-  } catch (error) {
-    if (requireServices) throw new Error(`the npm registry is required (OUTFLOW_REQUIRE_SERVICES=1) but npm ping failed: ${(error as Error).message}`)
-    console.warn('[outflow tests] the npm registry is unreachable: skipping the consumer install test')
-    return false
-  }
-}
 
 /** Every installed package under node_modules (nested ones too) with its size in bytes. */
 function installed(dir: string): { names: string[]; bytes: number } {
@@ -80,14 +65,13 @@ const probeBody = `
   }`
 const expected = { status: 200, body: '{"total":42}', webhookId: 'evt-1', signed: true, error: 'function', portal: '200 text/html; charset=utf-8 true' }
 
-const reachable = await registryReachable()
+const reachable = await registryReachable('the consumer install test')
 
 describe.runIf(reachable)('a consumer project installing the packed tarball', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'outflow-consumer-'))
-  const staged = join(dir, 'package')
   const consumer = join(dir, 'consumer')
   const alone = join(dir, 'alone')
-  let packed: { files: { path: string }[]; filename: string }
+  let packed: PackedPackage
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   beforeAll(async () => {
@@ -95,26 +79,17 @@ describe.runIf(reachable)('a consumer project installing the packed tarball', { 
       mkdirSync(project)
       writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }))
     }
-    // The package as `npm publish` would see it: package.json, README, LICENSE, migrations and a fresh
-    // build (without .d.ts, which take minutes; the types are checked by tsc on the sources).
-    const pack = async () => {
-      mkdirSync(staged)
-      for (const file of ['package.json', 'README.md', 'LICENSE', 'migrations']) cpSync(join(root, file), join(staged, file), { recursive: true })
-      await run(process.execPath, [join(root, 'node_modules/tsup/dist/cli-default.js'), '--out-dir', join(staged, 'dist'), '--no-dts'], { cwd: root, timeout: 180_000 })
-      const { stdout } = await npm(['pack', '--json', '--ignore-scripts', '--pack-destination', dir], staged)
-      packed = (JSON.parse(stdout) as (typeof packed)[])[0]!
-    }
     // Jest from the registry while the package builds (it is not one of this repository's dependencies).
-    await Promise.all([pack(), npm(['install', '--prefer-offline', 'jest@30'], consumer)])
-    const tarball = join(dir, packed.filename)
-    await Promise.all([npm(['install', '--prefer-offline', tarball], consumer), npm(['install', '--prefer-offline', tarball], alone)])
+    const [built] = await Promise.all([packPackage(dir), npm(['install', '--prefer-offline', 'jest@30'], consumer)])
+    packed = built
+    await Promise.all([npm(['install', '--prefer-offline', packed.tarball], consumer), npm(['install', '--prefer-offline', packed.tarball], alone)])
     // better-sqlite3 compiles from source for minutes where no prebuilt binary can be fetched: the
     // consumer gets this checkout's built copy, linked in after npm has finished with node_modules.
     symlinkSync(realpathSync(join(root, 'node_modules/better-sqlite3')), join(consumer, 'node_modules/better-sqlite3'), 'dir')
   }, 300_000)
 
   it('ships dist, migrations, package.json, README and LICENSE only', () => {
-    const files = packed.files.map((f) => f.path)
+    const { files } = packed
     expect(files.filter((f) => !/^(dist\/|migrations\/(sqlite|postgres)\/)|^(package\.json|README\.md|LICENSE)$/.test(f))).toEqual([])
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/cli.js', 'dist/portal/index.html', 'migrations/sqlite/meta/_journal.json', 'migrations/postgres/meta/_journal.json', 'LICENSE']))
     expect(files.filter((f) => f.startsWith('dist/portal/assets/')).map((f) => f.replace(/-\w{8}\./, '.')).sort()).toEqual(['dist/portal/assets/main.css', 'dist/portal/assets/main.js'])

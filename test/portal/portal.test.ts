@@ -396,6 +396,24 @@ for (const setup of servers) {
       await replay.close()
     })
 
+    it('erases an event from its page after a confirmation, and shows it erased', async () => {
+      await go('#/events/bulk-01')
+      await page.getByRole('heading', { name: 'Event bulk-01' }).waitFor()
+      expect(await page.getByRole('group', { name: 'Event payload' }).textContent()).toContain('"n": 1')
+      await page.getByRole('button', { name: 'Erase payload' }).click()
+      await page.getByRole('dialog', { name: "Erase this event's payload?" }).getByRole('button', { name: 'Erase', exact: true }).click()
+      await page.getByText(/^Erased .* It is never sent again\.$/).waitFor()
+      expect(await page.getByRole('group', { name: 'Event payload' }).count()).toBe(0)
+      expect(await page.getByRole('button', { name: /Retry delivery|Send again|Erase payload/ }).count()).toBe(0)
+      // The attempt stays in the log with its status code; the receiver's answer is gone.
+      const attempt = await page.locator('table.attempts tbody tr').first().textContent()
+      expect(attempt).toMatch(/Delivered.*200/)
+      expect(attempt).not.toContain('received')
+      expect((await api('GET', '/tenants/acme/events/bulk-01')).body).toMatchObject({ data: null, expunged_at: expect.any(String) })
+      await noAxeViolations('erased event page')
+      await shot('portal-event-erased.png')
+    })
+
     it('cannot reach another tenant’s data by editing URLs', async () => {
       await go(`#/destinations/${ids.globexDestination}`)
       await page.getByText(`No destination ${ids.globexDestination} here.`).waitFor()

@@ -109,3 +109,15 @@ export async function startExpressServer(storageName: StorageName, options: Part
     throw error
   }
 }
+
+/** The server's API as its admin: a call's status and JSON body. */
+export function adminApi(server: PortalServer) {
+  return async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
+    const response = await fetch(`${server.origin}/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${server.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    return { status: response.status, body: (await response.json()) as any }
+  }
+}

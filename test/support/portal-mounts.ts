@@ -7,9 +7,11 @@ import { Hono } from 'hono'
 import { outflowPortal, outflowRouter } from '../../adapters/express.js'
 import { outflowFastify, outflowPortalFastify } from '../../adapters/fastify.js'
 import { outflowApp, outflowFetch } from '../../adapters/hono.js'
+import { OutflowModule } from '../../adapters/nestjs.js'
 import type { Outflow } from '../../src/engine.js'
 import { createHttpHandler } from '../../src/http/handler.js'
 import { sendWebResponse, toWebRequest } from '../../src/http/node.js'
+import { nestPlatforms, startNestHost } from './nest-host.js'
 
 /** A host app serving the API under /api/v1 and the portal under /portal, as docs/http-api.md shows for each framework. */
 export interface PortalHost {
@@ -75,6 +77,11 @@ export const portalMounts: PortalMount[] = [
       return { origin: `http://127.0.0.1:${port}`, close: () => app.close() }
     },
   },
+  // The host's own controller serves hostRoute (test/support/nest-host.ts).
+  ...nestPlatforms.map((platform) => ({
+    name: `nest on ${platform} (OutflowModule.forRoot)`,
+    start: (outflow: Outflow) => startNestHost(platform, [OutflowModule.forRoot({ outflow })]),
+  })),
 ]
 
 export const hostPagePath = hostRoute

@@ -6,7 +6,7 @@ import { copyText } from '../components/copy.js'
 import { announce, ErrorBox } from '../components/notice.js'
 import { TypeIcon } from '../components/type-icon.js'
 import { deliverySeries, destinationName, destinationTypes, ranges, typeOf } from '../data.js'
-import { formatTime } from '../format.js'
+import { formatBytes, formatTime } from '../format.js'
 import { href, navigate } from '../router.js'
 import type { Destination, DestinationType, FieldSpec, Json } from '../types.js'
 import { useLoad } from '../use-load.js'
@@ -36,6 +36,14 @@ function Secret({ label, value }: { label: string; value: string }) {
       </button>
     </div>
   )
+}
+
+/** How the destination receives an event's data (see docs/delivery.md › Thin payloads). */
+function payloadText(payload: Destination['payload']): string {
+  if (payload === 'thin') return 'Thin: an envelope with a signed link to the data'
+  if (payload === 'full') return 'Full: the data itself'
+  if (payload) return `Thin above ${formatBytes(payload.thin_above_bytes)}, the data itself below`
+  return "Default: the data itself (queues go thin above their broker's limit)"
 }
 
 function Settings({ destination, type }: { destination: Destination; type: DestinationType | undefined }) {
@@ -73,6 +81,8 @@ function Settings({ destination, type }: { destination: Destination; type: Desti
           </dd>
         </>
       ))}
+      <dt>Payload</dt>
+      <dd>{payloadText(destination.payload)}</dd>
       <dt>Created</dt>
       <dd>{formatTime(destination.created_at)}</dd>
       <dt>Updated</dt>

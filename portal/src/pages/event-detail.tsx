@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api, ApiError, tenantPath } from '../api.js'
+import { Confirm } from '../components/confirm.js'
 import { JsonView } from '../components/json-view.js'
 import { announce, ErrorBox } from '../components/notice.js'
 import { destinationName, listDestinations } from '../data.js'
@@ -76,6 +77,7 @@ export function EventPage({ id, destinationId }: { id: string; destinationId: st
   }, [id, destinationId])
   const destinations = useLoad(listDestinations, [])
   const [retrying, setRetrying] = useState(false)
+  const [erasing, setErasing] = useState<'asking' | 'busy' | null>(null)
 
   if (loaded.error)
     return (
@@ -106,6 +108,19 @@ export function EventPage({ id, destinationId }: { id: string; destinationId: st
     }
   }
 
+  const erase = async () => {
+    setErasing('busy')
+    try {
+      await api('POST', tenantPath('/events/expunge'), { ids: [event.id] })
+      announce('Event erased: its payload and response bodies are gone')
+      loaded.reload()
+    } catch (error) {
+      announce((error as Error).message, 'error')
+    } finally {
+      setErasing(null)
+    }
+  }
+
   return (
     <section aria-labelledby="page-title">
       <p class="breadcrumb">
@@ -121,14 +136,35 @@ export function EventPage({ id, destinationId }: { id: string; destinationId: st
           </p>
         </div>
         <div class="actions">
-          <button type="button" class={event.status === 'failed' ? 'button primary' : 'button'} disabled={retrying} onClick={retry}>
-            {event.status === 'failed' ? 'Retry delivery' : 'Send again'}
-          </button>
+          {!event.expunged_at && (
+            <>
+              <button type="button" class={event.status === 'failed' ? 'button primary' : 'button'} disabled={retrying} onClick={retry}>
+                {event.status === 'failed' ? 'Retry delivery' : 'Send again'}
+              </button>
+              <button type="button" class="button danger" disabled={erasing !== null} onClick={() => setErasing('asking')}>
+                Erase payload
+              </button>
+            </>
+          )}
           <button type="button" class="button" onClick={loaded.reload}>
             Refresh
           </button>
         </div>
       </div>
+      {erasing === 'asking' && (
+        <Confirm title="Erase this event's payload?" action="Erase" danger onConfirm={erase} onCancel={() => setErasing(null)}>
+          <p>
+            The payload and the receivers' response bodies are removed for good, and deliveries still pending are cancelled. The log keeps the id,
+            topic, times and status codes.
+          </p>
+        </Confirm>
+      )}
+      {event.expunged_at && (
+        <p class="erased">
+          Erased {formatTime(event.expunged_at)}: the payload and the response bodies were removed, and deliveries still pending were cancelled. It is never
+          sent again.
+        </p>
+      )}
       <dl class="settings">
         <dt>Destination</dt>
         <dd>
@@ -159,7 +195,7 @@ export function EventPage({ id, destinationId }: { id: string; destinationId: st
         )}
       </dl>
       <h2>Payload</h2>
-      <JsonView value={event.data} label="Event payload" />
+      {event.expunged_at ? <p class="muted">Erased.</p> : <JsonView value={event.data} label="Event payload" />}
       <h2>Attempts</h2>
       <Attempts attempts={attempts} names={names} />
     </section>

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { bigint, boolean, doublePrecision, index, integer, jsonb, pgSchema, PgSchema, pgSequence, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
+import type { PayloadPolicy } from '../../model/payload-policy.js'
 
 /** A schema name `postgres({ schema })` takes: it goes into quoted identifiers and a NOTIFY channel name (at most 63 bytes). */
 export const schemaNamePattern = /^[a-z_][a-z0-9_]{0,49}$/
@@ -43,6 +44,7 @@ function defineTables(table: typeof pgTable) {
     deliveries: deliveriesTable(table),
     attempts: attemptsTable(table),
     replay_jobs: replayJobsTable(table),
+    expunge_jobs: expungeJobsTable(table),
     rate_buckets: rateBucketsTable(table),
     portal_codes: portalCodesTable(table),
     signing_keys: signingKeysTable(table),
@@ -81,6 +83,8 @@ function destinationsTable(table: typeof pgTable) {
       consecutive_failures: integer('consecutive_failures').notNull().default(0),
       // The destination's own delivery policy (retries, timeout, rate limit, ordering): null follows the engine's options.
       delivery: jsonb('delivery').$type<DeliverySettings>(),
+      // Full or thin deliveries ('full', 'thin' or { thin_above_bytes }): null follows the type's default.
+      payload: jsonb('payload').$type<PayloadPolicy>(),
     },
     (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
   )
@@ -100,6 +104,8 @@ function eventsTable(table: typeof pgTable) {
       created_at: ts('created_at').notNull(),
       // Whether data matched its topic's schema at publish (catalog topics with validation warn/enforce); null: not checked.
       schema_valid: boolean('schema_valid'),
+      // Set when the event was expunged (erased on request): data is then JSON null, its attempts' response bodies null.
+      expunged_at: ts('expunged_at'),
     },
     (t) => [
       primaryKey({ columns: [t.tenant_id, t.id] }),
@@ -223,6 +229,32 @@ function replayJobsTable(table: typeof pgTable) {
   )
 }
 
+/** Erasures of a time range (durable jobs): what to erase, how far they got, and the lease of the instance running one. */
+function expungeJobsTable(table: typeof pgTable) {
+  return table(
+    'expunge_jobs',
+    {
+      id: text('id').primaryKey(),
+      tenant_id: text('tenant_id').notNull(),
+      // created (no batch yet), running, done
+      status: text('status').notNull(),
+      time_from: ts('time_from').notNull(),
+      time_to: ts('time_to').notNull(),
+      topic: text('topic'),
+      expunged: integer('expunged').notNull(),
+      // The last (time, id) erased: the next batch starts after it.
+      cursor_time: ts('cursor_time'),
+      cursor_event: text('cursor_event'),
+      lease_owner: text('lease_owner'),
+      lease_until: ts('lease_until'),
+      created_at: ts('created_at').notNull(),
+      updated_at: ts('updated_at').notNull(),
+      finished_at: ts('finished_at'),
+    },
+    (t) => [index('expunge_jobs_open_idx').on(t.created_at).where(sql`status <> 'done'`)],
+  )
+}
+
 /** Per-destination token buckets of rate limits, shared by every instance (see sql-rate.ts). */
 function rateBucketsTable(table: typeof pgTable) {
   return table(
@@ -275,4 +307,4 @@ function signingKeysTable(table: typeof pgTable) {
 }
 
 // The tables in `public`, for drizzle-kit (drizzle.postgres.config.ts generates the committed migrations from them).
-export const { tenants, destinations, events, deliveries, attempts, replay_jobs, rate_buckets, portal_codes, signing_keys, delivery_order_seq } = postgresTables()
+export const { tenants, destinations, events, deliveries, attempts, replay_jobs, expunge_jobs, rate_buckets, portal_codes, signing_keys, delivery_order_seq } = postgresTables()

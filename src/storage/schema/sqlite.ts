@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
+import type { PayloadPolicy } from '../../model/payload-policy.js'
 
 // Same tables and column names as schema/postgres.ts; times are integer milliseconds, JSON is text.
 const ts = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -37,6 +38,8 @@ export const destinations = sqliteTable(
     consecutive_failures: integer('consecutive_failures').notNull().default(0),
     // The destination's own delivery policy (retries, timeout): null follows the engine's options.
     delivery: json<DeliverySettings>('delivery'),
+    // Full or thin deliveries ('full', 'thin' or { thin_above_bytes }): null follows the type's default.
+    payload: json<PayloadPolicy>('payload'),
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
 )
@@ -54,6 +57,8 @@ export const events = sqliteTable(
     created_at: ts('created_at').notNull(),
     // Whether data matched its topic's schema at publish (catalog topics with validation warn/enforce); null: not checked.
     schema_valid: bool('schema_valid'),
+    // Set when the event was expunged (see schema/postgres.ts).
+    expunged_at: ts('expunged_at'),
   },
   (t) => [
     primaryKey({ columns: [t.tenant_id, t.id] }),
@@ -159,6 +164,28 @@ export const replay_jobs = sqliteTable(
     index('replay_jobs_running_idx').on(t.created_at).where(sql`status = 'running'`),
     index('replay_jobs_destination_idx').on(t.tenant_id, t.destination_id, t.created_at),
   ],
+)
+
+/** Erasures of a time range (durable jobs; see schema/postgres.ts). */
+export const expunge_jobs = sqliteTable(
+  'expunge_jobs',
+  {
+    id: text('id').primaryKey(),
+    tenant_id: text('tenant_id').notNull(),
+    status: text('status').notNull(),
+    time_from: ts('time_from').notNull(),
+    time_to: ts('time_to').notNull(),
+    topic: text('topic'),
+    expunged: integer('expunged').notNull(),
+    cursor_time: ts('cursor_time'),
+    cursor_event: text('cursor_event'),
+    lease_owner: text('lease_owner'),
+    lease_until: ts('lease_until'),
+    created_at: ts('created_at').notNull(),
+    updated_at: ts('updated_at').notNull(),
+    finished_at: ts('finished_at'),
+  },
+  (t) => [index('expunge_jobs_open_idx').on(t.created_at).where(sql`status <> 'done'`)],
 )
 
 /** Per-destination token buckets of rate limits, shared by every instance (see sql-rate.ts). */

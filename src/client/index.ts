@@ -1,0 +1,17 @@
+// `outflow/client`: a typed client of the `/api/v1` API over `fetch`, for services that publish to a
+// central `outflow serve`. Nothing of the engine runs here: errors.ts and retry-after.ts, and types.
+export { OutflowClient, type OutflowClientOptions, type ClientPublishInput, type HealthStatus } from './client.js'
+export { pages, items } from './paging.js'
+export type { RetryOptions } from './retry.js'
+export { OutflowError, errorStatus, type OutflowErrorCode, type ErrorData } from '../errors.js'
+export type { Tenant } from '../model/tenant.js'
+export type { Destination } from '../model/destination.js'
+export type { Event, DeliveryAttempt, PublishInput, PublishResult } from '../model/event.js'
+export type { Page, Pagination } from '../model/pagination.js'
+export type { HealthReport } from '../model/health.js'
+export type { ReplayJob, Recovery } from '../model/replay.js'
+export type { SigningKeySet } from '../model/signing-keys.js'
+export type { TopicInfo, TopicsOption } from '../model/topic.js'
+export type { DestinationTypeSchema } from '../model/destination-type.js'
+export type { EventMetricsQuery, AttemptMetricsQuery, MetricsResponse } from '../model/metrics.js'
+export type { FromJsonSchema, PublishArgument } from '../model/typed-publish.js'
