@@ -65,6 +65,14 @@ export interface PublishOptions {
 export interface Publisher {
   /** Make one attempt; failures are reported in the result, not thrown. */
   publish(message: DeliveryMessage, options: PublishOptions): Promise<AttemptResult>
+  /**
+   * Send several messages of one destination (its `batch` policy) in as few calls as the type's API allows, under
+   * one deadline. One result per message, in the order given: an all-or-nothing type (webhook) gives every message
+   * the same result; a per-entry API (SQS `SendMessageBatch`, Kinesis `PutRecords`) gives each its own, so only
+   * the refused entries are retried. Failures are reported in the results, not thrown. A type without it has its
+   * batches published one message at a time.
+   */
+  publishBatch?(messages: DeliveryMessage[], options: PublishOptions): Promise<AttemptResult[]>
   /** Release the publisher's connections (when the destination changes or the engine closes). */
   close(): Promise<void>
 }
