@@ -6,7 +6,8 @@ import postgresClient from 'postgres'
 import type { OutflowOptions } from '../../src/options.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
-import { createTestDatabase, postgresAvailable } from './services.js'
+import { migratedDatabase } from './pg-templates.js'
+import { postgresAvailable } from './services.js'
 
 /** A fresh database an engine can open, and a second connection the test reads its tables through. */
 export interface SqlDatabase {
@@ -45,7 +46,7 @@ export const sqlStorages: SqlStorage[] = [
     name: 'postgres',
     available: postgresAvailable,
     async open() {
-      const db = await createTestDatabase()
+      const db = await migratedDatabase('partitioned')
       const client = postgresClient(db.url, { max: 2, onnotice: () => {} })
       return {
         // The callers' bound (default 3 s) is the fault suites' subject; here a request slower than it on a loaded

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { postgres } from '../../src/storage/postgres.js'
 import { sqlite } from '../../src/storage/sqlite.js'
 import type { Storage } from '../../src/storage/storage.js'
+import { migratedDatabase } from './pg-templates.js'
 import { startPgBouncer, pgbouncerAvailable, type PgBouncer } from './pgbouncer.js'
 import { createTestDatabase, postgresAvailable } from './services.js'
 
@@ -36,7 +37,7 @@ export function storageKinds({ plainPostgres = false } = {}): StorageKind[] {
     name,
     available: postgresAvailable,
     open: async () => {
-      const db = await createTestDatabase()
+      const db = await migratedDatabase(partitionHistory ? 'partitioned' : 'plain')
       dbs.push(db)
       return track(await postgres({ url: db.url, max: 4, partitionHistory })())
     },
