@@ -1,0 +1,68 @@
+import type { AttemptResult } from '../model/attempt-result.js'
+
+/** What one call of a batch API takes: at most `entries` entries of at most `bytes` bytes together. */
+export interface CallLimits {
+  entries: number
+  bytes: number
+}
+
+/**
+ * Split entries of these sizes into consecutive calls, in order, each within `limits`: `[start, end)` index ranges.
+ * An entry larger than `limits.bytes` on its own gets a call of its own, so the service answers for it as it would
+ * for a single publish (and the others are not refused with it).
+ *
+ * @example
+ * splitCalls([100, 100, 100], { entries: 2, bytes: 1000 }) // [[0, 2], [2, 3]]
+ */
+export function splitCalls(sizes: readonly number[], limits: CallLimits): [number, number][] {
+  const calls: [number, number][] = []
+  let start = 0
+  let bytes = 0
+  for (let i = 0; i < sizes.length; i++) {
+    const size = sizes[i]!
+    if (i > start && (i - start === limits.entries || bytes + size > limits.bytes)) {
+      calls.push([start, i])
+      start = i
+      bytes = 0
+    }
+    bytes += size
+  }
+  if (start < sizes.length) calls.push([start, sizes.length])
+  return calls
+}
+
+/**
+ * Send the calls of a batch one after the other, in order; `send` answers one result per entry of its call and never
+ * throws. When `ordered` (a FIFO queue, an ordered destination), a failed entry stops the calls after its own: their
+ * entries are not sent (so nothing overtakes it) and fail with its kind, to be retried behind it.
+ *
+ * @example
+ * const results = await sendCalls(entries, splitCalls(sizes, { entries: 10, bytes: 256 * 1024 }), (part) => sendBatch(part), false)
+ */
+export async function sendCalls<T>(entries: readonly T[], calls: readonly [number, number][], send: (part: T[]) => Promise<AttemptResult[]>, ordered: boolean): Promise<AttemptResult[]> {
+  const results: AttemptResult[] = []
+  for (const [start, end] of calls) {
+    const failed = ordered ? results.find((r) => !r.ok) : undefined
+    if (failed) {
+      const notSent: AttemptResult = { ok: false, error_kind: failed.error_kind ?? 'unknown', error: `not sent: an earlier message of this ordered batch failed (${failed.error ?? failed.error_kind})` }
+      for (let i = start; i < end; i++) results.push(notSent)
+      continue
+    }
+    results.push(...(await send(entries.slice(start, end))))
+  }
+  return results
+}
+
+/**
+ * Results for `count` messages from the results of those that were sent: `sent[i]` is the message index of the
+ * i-th result; a message left out has its own result in `early` (one the publisher made without sending it).
+ *
+ * @example
+ * mergeResults(3, new Map([[1, keyFailure]]), [0, 2], [okA, okC]) // [okA, keyFailure, okC]
+ */
+export function mergeResults(count: number, early: ReadonlyMap<number, AttemptResult>, sent: readonly number[], results: readonly AttemptResult[]): AttemptResult[] {
+  const out: AttemptResult[] = new Array<AttemptResult>(count)
+  for (const [index, result] of early) out[index] = result
+  sent.forEach((index, i) => (out[index] = results[i] ?? { ok: false, error_kind: 'unknown', error: 'no result for this message' }))
+  return out
+}
