@@ -4,12 +4,14 @@ import type { AttemptResult } from '../model/attempt-result.js'
 export interface CallLimits {
   entries: number
   bytes: number
+  /** The largest entry the service takes (default `bytes`): a larger one goes alone, so it is refused alone. */
+  entryBytes?: number
 }
 
 /**
  * Split entries of these sizes into consecutive calls, in order, each within `limits`: `[start, end)` index ranges.
- * An entry larger than `limits.bytes` on its own gets a call of its own, so the service answers for it as it would
- * for a single publish (and the others are not refused with it).
+ * An entry larger than the service takes (`limits.entryBytes`, else `limits.bytes`) gets a call of its own, so the
+ * service answers for it as it would for a single publish (and the others are not refused with it).
  *
  * @example
  * splitCalls([100, 100, 100], { entries: 2, bytes: 1000 }) // [[0, 2], [2, 3]]
@@ -18,9 +20,11 @@ export function splitCalls(sizes: readonly number[], limits: CallLimits): [numbe
   const calls: [number, number][] = []
   let start = 0
   let bytes = 0
+  const entryBytes = limits.entryBytes ?? limits.bytes
   for (let i = 0; i < sizes.length; i++) {
     const size = sizes[i]!
-    if (i > start && (i - start === limits.entries || bytes + size > limits.bytes)) {
+    const alone = size > entryBytes || sizes[i - 1]! > entryBytes
+    if (i > start && (alone || i - start === limits.entries || bytes + size > limits.bytes)) {
       calls.push([start, i])
       start = i
       bytes = 0

@@ -127,8 +127,8 @@ interface KinesisTarget {
   secrets: (string | undefined)[]
 }
 
-/** PutRecords takes at most 500 records of 5 MiB together (data and partition keys). */
-const batchLimits: CallLimits = { entries: 500, bytes: 5 * 1024 * 1024 }
+/** PutRecords takes at most 500 records of 5 MiB together, each of at most 1 MiB (data and partition key). */
+const batchLimits: CallLimits = { entries: 500, bytes: 5 * 1024 * 1024, entryBytes: 1024 * 1024 }
 
 /** A record PutRecords refused (its `ErrorCode`), classified as the same error of a PutRecord would be. */
 function recordFailure(target: KinesisTarget, entry: Kinesis.PutRecordsResultEntry, status: number): AttemptResult {
