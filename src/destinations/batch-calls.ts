@@ -36,14 +36,14 @@ export function splitCalls(sizes: readonly number[], limits: CallLimits): [numbe
 }
 
 /**
- * Send the calls of a batch one after the other, in order; `send` answers one result per entry of its call and never
- * throws. When `ordered` (a FIFO queue, an ordered destination), a failed entry stops the calls after its own: their
+ * Send the calls of a batch one after the other, in order; `send` gets a call's entries and the index of its first,
+ * and answers one result per entry, never throwing. When `ordered` (a FIFO queue, an ordered destination), a failed entry stops the calls after its own: their
  * entries are not sent (so nothing overtakes it) and fail with its kind, to be retried behind it.
  *
  * @example
  * const results = await sendCalls(entries, splitCalls(sizes, { entries: 10, bytes: 256 * 1024 }), (part) => sendBatch(part), false)
  */
-export async function sendCalls<T>(entries: readonly T[], calls: readonly [number, number][], send: (part: T[]) => Promise<AttemptResult[]>, ordered: boolean): Promise<AttemptResult[]> {
+export async function sendCalls<T>(entries: readonly T[], calls: readonly [number, number][], send: (part: T[], start: number) => Promise<AttemptResult[]>, ordered: boolean): Promise<AttemptResult[]> {
   const results: AttemptResult[] = []
   for (const [start, end] of calls) {
     const failed = ordered ? results.find((r) => !r.ok) : undefined
@@ -52,7 +52,7 @@ export async function sendCalls<T>(entries: readonly T[], calls: readonly [numbe
       for (let i = start; i < end; i++) results.push(notSent)
       continue
     }
-    results.push(...(await send(entries.slice(start, end))))
+    results.push(...(await send(entries.slice(start, end), start)))
   }
   return results
 }
