@@ -11,6 +11,7 @@ import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
 import type { FailureDescription } from './failure.js'
 import { natsAuthOptions, natsCredentialFields, NatsCredentialsSchema } from './nats-credentials.js'
+import { sendCalls } from './batch-calls.js'
 import { lazyConnection, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
@@ -299,7 +300,7 @@ export const natsJetstream: DestinationTypeDefinition = {
     })
     const secrets = [credentials.password, credentials.token, credentials.nkey_seed, credentials.creds]
 
-    return {
+    const publisher: Publisher = {
       async publish(message, { signal }) {
         if (link.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
@@ -328,7 +329,14 @@ export const natsJetstream: DestinationTypeDefinition = {
         })
       },
 
+      /** All published at once on the connection, each acknowledged on its own; an ordered batch one after the other. */
+      async publishBatch(messages, options) {
+        if (messages.every((m) => m.ordering_key === undefined)) return Promise.all(messages.map((m) => publisher.publish(m, options)))
+        return sendCalls(messages, messages.map((_, i): [number, number] => [i, i + 1]), async ([m]) => [await publisher.publish(m!, options)], true)
+      },
+
       close: () => link.close(),
     }
+    return publisher
   },
 }
