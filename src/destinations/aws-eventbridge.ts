@@ -8,7 +8,7 @@ import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher } from './types.js'
-import { mergeResults, sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
+import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parseStored } from './settings.js'
 
@@ -238,8 +238,9 @@ export const awsEventbridge: DestinationTypeDefinition = {
         else (sent.push(i), entries.push(entry))
       })
       const ordered = messages.some((m) => m.ordering_key !== undefined)
-      const results = await sendCalls(entries, splitCalls(entries.map(entrySize), batchLimits), (part) => putEvents(target, part, signal), ordered)
-      return mergeResults(messages.length, early, sent, results)
+      return sendPrepared({ count: messages.length, early, sent, entries }, ordered, (part) =>
+        sendCalls(part, splitCalls(part.map(entrySize), batchLimits), (call) => putEvents(target, call, signal), ordered),
+      )
     }
 
     return {

@@ -70,3 +70,31 @@ export function mergeResults(count: number, early: ReadonlyMap<number, AttemptRe
   sent.forEach((index, i) => (out[index] = results[i] ?? { ok: false, error_kind: 'unknown', error: 'no result for this message' }))
   return out
 }
+
+/** A batch as a publisher prepared it: the entries to send (of the messages `sent`), and results made without sending. */
+export interface PreparedBatch<T> {
+  count: number
+  early: ReadonlyMap<number, AttemptResult>
+  sent: readonly number[]
+  entries: readonly T[]
+}
+
+/**
+ * Send the entries of a prepared batch and merge every message's result, in order. When `ordered`, a message that
+ * failed before sending stops the ones after it too: they are not sent (nothing overtakes it) and fail with its kind.
+ *
+ * @example
+ * return sendPrepared({ count: messages.length, early, sent, entries }, ordered, (entries) => sendCalls(entries, calls(entries), putRecords, ordered))
+ */
+export async function sendPrepared<T>(batch: PreparedBatch<T>, ordered: boolean, send: (entries: T[]) => Promise<AttemptResult[]>): Promise<AttemptResult[]> {
+  const first = ordered && batch.early.size > 0 ? Math.min(...batch.early.keys()) : undefined
+  const cut = first === undefined ? -1 : batch.sent.findIndex((index) => index > first)
+  const sending = cut < 0 ? batch.sent.length : cut
+  const results = sending > 0 ? await send(batch.entries.slice(0, sending)) : []
+  if (sending < batch.sent.length) {
+    const failed = batch.early.get(first!)!
+    const notSent: AttemptResult = { ok: false, error_kind: failed.error_kind ?? 'unknown', error: `not sent: an earlier message of this ordered batch failed (${failed.error ?? failed.error_kind})` }
+    for (let i = sending; i < batch.sent.length; i++) results.push(notSent)
+  }
+  return mergeResults(batch.count, batch.early, batch.sent, results)
+}

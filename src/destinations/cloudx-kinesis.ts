@@ -8,7 +8,7 @@ import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } fro
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { errorCodes } from '../net/transport-error.js'
 import { failureOf, type DescribeError, type FailureDescription } from './failure.js'
-import { mergeResults, sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
+import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
 import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
@@ -165,8 +165,9 @@ async function publishKinesisBatch(target: KinesisTarget, messages: DeliveryMess
     if ('PartitionKey' in record) (sent.push(i), records.push(record))
     else early.set(i, record)
   })
-  const calls = splitCalls(records.map((r) => r.Data.length + Buffer.byteLength(r.PartitionKey)), batchLimits)
-  return mergeResults(messages.length, early, sent, await sendCalls(records, calls, (part) => putRecords(target, part, signal), false))
+  return sendPrepared({ count: messages.length, early, sent, entries: records }, false, (part) =>
+    sendCalls(part, splitCalls(part.map((r) => r.Data.length + Buffer.byteLength(r.PartitionKey)), batchLimits), (call) => putRecords(target, call, signal), false),
+  )
 }
 
 /** Kinesis data streams: one record per event, via PutRecord (PutRecords for a batch). */

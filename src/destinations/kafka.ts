@@ -10,7 +10,7 @@ import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import type { FailureDescription } from './failure.js'
-import { mergeResults, sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
+import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
 import { lazyConnection, sendBatchOver, type LazyConnection } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
@@ -381,10 +381,9 @@ export const kafka: DestinationTypeDefinition = {
           records.push({ key, value: jsonBody(message), headers: message.metadata, timestamp: String(message.time.getTime()) })
         })
         const ordered = messages.some((m) => m.ordering_key !== undefined)
-        const calls = splitCalls(records.map(recordSize), batchLimits)
         const failure = { signal, secrets: [credentials.password], describe, drop }
         const send = (part: KafkaJs.Message[]) => sendBatchOver(producers, undefined, part.length, (producer) => produce(producer, config.topic, part, signal), failure)
-        return mergeResults(messages.length, early, sent, await sendCalls(records, calls, send, ordered))
+        return sendPrepared({ count: messages.length, early, sent, entries: records }, ordered, (part) => sendCalls(part, splitCalls(part.map(recordSize), batchLimits), send, ordered))
       },
 
       async close() {

@@ -8,7 +8,7 @@ import { privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
 import { failureOf, type DescribeError, type FailureDescription, type FailureOptions } from './failure.js'
-import { mergeResults } from './batch-calls.js'
+import { sendPrepared } from './batch-calls.js'
 import { lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
@@ -348,10 +348,11 @@ export const redisStreams: DestinationTypeDefinition = {
           if (typeof stream === 'string') (sent.push(i), streams.push(stream))
           else early.set(i, stream)
         })
-        const batch = sent.map((index, i) => ({ stream: streams[i]!, message: messages[index]! }))
-        const send = (redis: AppendingRedis) => appendAll(redis, batch, [window, maxLength], failure(signal))
-        const results = batch.length === 0 ? [] : await sendBatchOver(client, undefined, batch.length, send, failure(signal))
-        return mergeResults(messages.length, early, sent, results)
+        const entries = sent.map((index, i) => ({ stream: streams[i]!, message: messages[index]! }))
+        const ordered = messages.some((m) => m.ordering_key !== undefined)
+        return sendPrepared({ count: messages.length, early, sent, entries }, ordered, (batch) =>
+          sendBatchOver(client, undefined, batch.length, (redis) => appendAll(redis, batch, [window, maxLength], failure(signal)), failure(signal)),
+        )
       },
 
       close: () => client.close(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { mergeResults, sendCalls, splitCalls } from '../../src/destinations/batch-calls.js'
+import { mergeResults, sendCalls, sendPrepared, splitCalls } from '../../src/destinations/batch-calls.js'
 import type { AttemptResult } from '../../src/model/attempt-result.js'
 
 describe('batch calls', () => {
@@ -45,5 +45,17 @@ describe('batch calls', () => {
   it('merges the results of sent messages with those made before sending', () => {
     const early = new Map<number, AttemptResult>([[1, { ok: false, error_kind: 'configuration', error: 'no key' }]])
     expect(mergeResults(3, early, [0, 2], [{ ok: true }, { ok: true }]).map((r) => r.error_kind ?? 'ok')).toEqual(['ok', 'configuration', 'ok'])
+  })
+
+  it('sends a prepared batch around the messages that failed before sending; when ordered, not past the first of them', async () => {
+    const early = new Map<number, AttemptResult>([[1, { ok: false, error_kind: 'configuration', error: 'no key' }]])
+    const batch = { count: 4, early, sent: [0, 2, 3], entries: ['a', 'c', 'd'] }
+    const sent: string[][] = []
+    const send = async (entries: string[]): Promise<AttemptResult[]> => (sent.push(entries), entries.map(() => ({ ok: true })))
+    expect((await sendPrepared(batch, false, send)).map((r) => r.ok)).toEqual([true, false, true, true])
+    const ordered = await sendPrepared(batch, true, send)
+    expect(ordered.map((r) => r.error_kind ?? 'ok')).toEqual(['ok', 'configuration', 'configuration', 'configuration'])
+    expect(ordered[3]!.error).toContain('not sent')
+    expect(sent).toEqual([['a', 'c', 'd'], ['a']])
   })
 })
