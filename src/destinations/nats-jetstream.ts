@@ -14,7 +14,7 @@ import { natsAuthOptions, natsCredentialFields, NatsCredentialsSchema } from './
 import { sendCalls } from './batch-calls.js'
 import { lazyConnection, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
+import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher, PublisherContext } from './types.js'
 import { parsedBy } from './settings.js'
 import { hostPort, readServerAddress } from '../net/host-port.js'
 
@@ -250,6 +250,12 @@ function subjectFor(config: NatsConfig, message: DeliveryMessage): string {
   return subject
 }
 
+/** A batch: all published at once on the connection, each acknowledged on its own; an ordered one one after the other. */
+function publishEach(publisher: Publisher, messages: DeliveryMessage[], options: PublishOptions): Promise<AttemptResult[]> {
+  if (messages.every((m) => m.ordering_key === undefined)) return Promise.all(messages.map((m) => publisher.publish(m, options)))
+  return sendCalls(messages, messages.map((_, i): [number, number] => [i, i + 1]), async ([m]) => [await publisher.publish(m!, options)], true)
+}
+
 /** NATS JetStream: publish with the stream's acknowledgement; Nats-Msg-Id = event id. */
 export const natsJetstream: DestinationTypeDefinition = {
   type: 'nats_jetstream',
@@ -329,11 +335,7 @@ export const natsJetstream: DestinationTypeDefinition = {
         })
       },
 
-      /** All published at once on the connection, each acknowledged on its own; an ordered batch one after the other. */
-      async publishBatch(messages, options) {
-        if (messages.every((m) => m.ordering_key === undefined)) return Promise.all(messages.map((m) => publisher.publish(m, options)))
-        return sendCalls(messages, messages.map((_, i): [number, number] => [i, i + 1]), async ([m]) => [await publisher.publish(m!, options)], true)
-      },
+      publishBatch: (messages, options) => publishEach(publisher, messages, options),
 
       close: () => link.close(),
     }

@@ -8,7 +8,7 @@ import { privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
 import { failureOf, type DescribeError, type FailureDescription, type FailureOptions } from './failure.js'
-import { sendPrepared } from './batch-calls.js'
+import { sendPrepared, type PreparedBatch } from './batch-calls.js'
 import { lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
@@ -267,6 +267,19 @@ async function appendAll(redis: AppendingRedis, batch: { stream: string; message
   })
 }
 
+/** The entries of a batch with their streams; a message whose stream key template fails has its result instead. */
+function prepareEntries(config: RedisConfig, messages: DeliveryMessage[]): PreparedBatch<{ stream: string; message: DeliveryMessage }> {
+  const early = new Map<number, AttemptResult>()
+  const sent: number[] = []
+  const entries: { stream: string; message: DeliveryMessage }[] = []
+  messages.forEach((message, i) => {
+    const stream = renderForAttempt('stream_key_template', () => streamKeyFor(config, message))
+    if (typeof stream === 'string') (sent.push(i), entries.push({ stream, message }))
+    else early.set(i, stream)
+  })
+  return { count: messages.length, early, sent, entries }
+}
+
 /** Redis Streams: XADD (MAXLEN ~) through a script that drops an event id seen within the duplicate window. */
 export const redisStreams: DestinationTypeDefinition = {
   type: 'redis_streams',
@@ -340,17 +353,8 @@ export const redisStreams: DestinationTypeDefinition = {
       async publishBatch(messages, { signal }) {
         if (client.closed) return messages.map(() => ({ ok: false, error_kind: 'configuration', error: 'the publisher is closed' }))
         if (refused) return messages.map(() => ({ ok: false, error_kind: 'ssrf', error: refused }))
-        const early = new Map<number, AttemptResult>()
-        const sent: number[] = []
-        const streams: string[] = []
-        messages.forEach((message, i) => {
-          const stream = renderForAttempt('stream_key_template', () => streamKeyFor(config, message))
-          if (typeof stream === 'string') (sent.push(i), streams.push(stream))
-          else early.set(i, stream)
-        })
-        const entries = sent.map((index, i) => ({ stream: streams[i]!, message: messages[index]! }))
         const ordered = messages.some((m) => m.ordering_key !== undefined)
-        return sendPrepared({ count: messages.length, early, sent, entries }, ordered, (batch) =>
+        return sendPrepared(prepareEntries(config, messages), ordered, (batch) =>
           sendBatchOver(client, undefined, batch.length, (redis) => appendAll(redis, batch, [window, maxLength], failure(signal)), failure(signal)),
         )
       },
