@@ -5,7 +5,7 @@ import { transportErrorKind } from '../net/transport-error.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { untilAborted } from '../net/deadline.js'
-import type { ErrorKind } from '../model/attempt-result.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { lazyConnection, type LazyConnection } from './lazy-connection.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
@@ -256,6 +256,27 @@ async function sendConfirmed(channel: LazyConnection<ChannelState>, send: (state
   await untilAborted(confirmed, signal)
 }
 
+/**
+ * Write every message of a batch on the publisher's channel, then wait for their confirms within the attempt's
+ * deadline: one result per message, as the broker acks or nacks each (a channel lost fails those not yet confirmed).
+ */
+async function sendAllConfirmed(channel: LazyConnection<ChannelState>, sends: ((state: ChannelState) => Promise<void>)[], signal: AbortSignal, fail: (err: unknown) => AttemptResult): Promise<AttemptResult[]> {
+  let state = await channel.get(signal)
+  const written: Promise<void>[] = []
+  for (const send of sends) {
+    try {
+      written.push(send(state))
+    } catch (err) {
+      // The channel died before we wrote anything (connection lost between deliveries): reconnect once.
+      if (written.length > 0) throw err
+      channel.drop(state)
+      state = await channel.get(signal)
+      written.push(send(state))
+    }
+  }
+  return Promise.all(written.map((confirmed) => untilAborted(confirmed, signal).then((): AttemptResult => ({ ok: true }), fail)))
+}
+
 /** The routing key of a message: the configured one, else the topic. */
 function routingKeyFor(config: AmqpConfig, message: DeliveryMessage): string {
   return config.routing_key ? config.routing_key : message.topic
@@ -316,6 +337,19 @@ export const amqpBroker: DestinationTypeDefinition = {
           return { ok: true }
         } catch (err) {
           return failureOf(err, describe, { signal, secrets: [credentials.password] })
+        }
+      },
+
+      async publishBatch(messages, { signal }) {
+        if (channel.closed) return messages.map(() => ({ ok: false, error_kind: 'configuration', error: 'the publisher is closed' }))
+        if (refused) return messages.map(() => ({ ok: false, error_kind: 'ssrf', error: refused }))
+        const fail = (err: unknown) => failureOf(err, describe, { signal, secrets: [credentials.password] })
+        const sends = messages.map((message) => (state: ChannelState) => sendMessage(state, exchange, routingKeyFor(config, message), message))
+        try {
+          return await sendAllConfirmed(channel, sends, signal, fail)
+        } catch (err) {
+          const result = fail(err)
+          return messages.map(() => result)
         }
       },
 

@@ -7,7 +7,8 @@ import { loadPeer } from '../load-peer.js'
 import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import type { AttemptResult } from '../model/attempt-result.js'
-import type { DestinationTypeDefinition, Publisher } from './types.js'
+import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher } from './types.js'
+import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parseStored } from './settings.js'
 
@@ -128,6 +129,50 @@ function failedEntry(entry: EventBridge.PutEventsResultEntry | undefined, status
   }
 }
 
+/** The PutEvents entry of one delivery: the topic as detail type, `{ metadata, data }` as detail. */
+function putEventsEntry(config: EventBridgeConfig, message: DeliveryMessage): EventBridge.PutEventsRequestEntry {
+  return {
+    EventBusName: config.event_bus,
+    Source: config.source,
+    DetailType: message.topic,
+    Time: message.time,
+    Detail: JSON.stringify({ metadata: message.metadata, data: message.data ?? null }),
+  }
+}
+
+/** The bytes EventBridge counts for an entry (its Time counts 14). */
+function entrySize(entry: EventBridge.PutEventsRequestEntry): number {
+  return Buffer.byteLength(entry.Detail!) + Buffer.byteLength(entry.DetailType!) + Buffer.byteLength(entry.Source!) + 14
+}
+
+/** PutEvents takes at most 10 entries of 256 KiB together. */
+const batchLimits: CallLimits = { entries: 10, bytes: maxEntryBytes }
+
+/** What a PutEvents call needs besides its entries. */
+interface EventBridgeTarget {
+  sdk: typeof EventBridge
+  client: EventBridge.EventBridgeClient
+  config: EventBridgeConfig
+  secrets: (string | undefined)[]
+}
+
+/** One PutEvents call: one result per entry, in order; a failure of the whole call is every entry's result. */
+async function putEvents({ sdk, client, config, secrets }: EventBridgeTarget, entries: EventBridge.PutEventsRequestEntry[], signal: AbortSignal): Promise<AttemptResult[]> {
+  try {
+    const output = await client.send(new sdk.PutEventsCommand({ Entries: entries }), { abortSignal: signal })
+    const status = output.$metadata.httpStatusCode ?? 200
+    // PutEvents answers 200 even when it took none of the entries: each carries its own error code.
+    return entries.map((_, i) => {
+      const result = output.Entries?.[i]
+      if (!result?.EventId || result.ErrorCode) return failedEntry(result, status)
+      return { ok: true, response_status_code: status, response_body: JSON.stringify({ event_id: result.EventId, event_bus: config.event_bus }) }
+    })
+  } catch (err) {
+    const result = failureOf(err, describeEventBridgeError, { signal, secrets })
+    return entries.map(() => result)
+  }
+}
+
 /** The region to sign for: configured, else the bus ARN's, else us-east-1. */
 function regionOf(config: EventBridgeConfig): string {
   return config.region ?? busArnPattern.exec(config.event_bus)?.[1] ?? 'us-east-1'
@@ -177,31 +222,34 @@ export const awsEventbridge: DestinationTypeDefinition = {
       customUserAgent: context.userAgent,
     })
     let closed = false
+    const secrets = [credentials.secret, credentials.session]
+    const target: EventBridgeTarget = { sdk, client, config, secrets }
+    /** Every delivery, one or a batch: PutEvents calls of at most 10 entries and 256 KiB, each entry its own result. */
+    const publishBatch = async (messages: DeliveryMessage[], { signal }: PublishOptions): Promise<AttemptResult[]> => {
+      if (closed) return messages.map(() => ({ ok: false, error_kind: 'configuration', error: 'the publisher is closed' }))
+      if (refused) return messages.map(() => ({ ok: false, error_kind: 'ssrf', error: refused }))
+      const early = new Map<number, AttemptResult>()
+      const sent: number[] = []
+      const entries: EventBridge.PutEventsRequestEntry[] = []
+      messages.forEach((message, i) => {
+        const entry = putEventsEntry(config, message)
+        const size = entrySize(entry)
+        if (size > maxEntryBytes) early.set(i, { ok: false, error_kind: 'rejected', error: `the entry is ${size} bytes; EventBridge takes at most ${maxEntryBytes}` })
+        else (sent.push(i), entries.push(entry))
+      })
+      const ordered = messages.some((m) => m.ordering_key !== undefined)
+      return sendPrepared({ count: messages.length, early, sent, entries }, ordered, (part) =>
+        sendCalls(part, splitCalls(part.map(entrySize), batchLimits), (call) => putEvents(target, call, signal), ordered),
+      )
+    }
 
     return {
       async publish(message, { signal }) {
-        if (closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
-        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        const entry: EventBridge.PutEventsRequestEntry = {
-          EventBusName: config.event_bus,
-          Source: config.source,
-          DetailType: message.topic,
-          Time: message.time,
-          Detail: JSON.stringify({ metadata: message.metadata, data: message.data ?? null }),
-        }
-        const size = Buffer.byteLength(entry.Detail!) + Buffer.byteLength(entry.DetailType!) + Buffer.byteLength(entry.Source!) + 14
-        if (size > maxEntryBytes) return { ok: false, error_kind: 'rejected', error: `the entry is ${size} bytes; EventBridge takes at most ${maxEntryBytes}` }
-        try {
-          const output = await client.send(new sdk.PutEventsCommand({ Entries: [entry] }), { abortSignal: signal })
-          const status = output.$metadata.httpStatusCode ?? 200
-          // PutEvents answers 200 even when it took none of the entries: each carries its own error code.
-          const result = output.Entries?.[0]
-          if ((output.FailedEntryCount ?? 0) > 0 || !result?.EventId) return failedEntry(result, status)
-          return { ok: true, response_status_code: status, response_body: JSON.stringify({ event_id: result.EventId, event_bus: config.event_bus }) }
-        } catch (err) {
-          return failureOf(err, describeEventBridgeError, { signal, secrets: [credentials.secret, credentials.session] })
-        }
+        const [result] = await publishBatch([message], { signal })
+        return result!
       },
+
+      publishBatch,
 
       async close() {
         if (closed) return

@@ -5,10 +5,11 @@ import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, AwsEndpointS
 import { privateEndpointError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { ErrorKind } from '../model/attempt-result.js'
+import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { errorCodes } from '../net/transport-error.js'
-import { failureOf, type FailureDescription } from './failure.js'
-import type { DestinationTypeDefinition, Publisher } from './types.js'
+import { failureOf, type DescribeError, type FailureDescription } from './failure.js'
+import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
+import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
 /** Kinesis limits a partition key to 256 Unicode characters. */
@@ -54,7 +55,8 @@ const configFields: FieldSpec[] = [
 const instructions = `## Deliver events to an Amazon Kinesis data stream
 
 1. Create the data stream (or pick an existing one) and note its **region**.
-2. Create an IAM user or role whose policy allows \`kinesis:PutRecord\` on the stream, and an access
+2. Create an IAM user or role whose policy allows \`kinesis:PutRecord\` (and \`kinesis:PutRecords\`, for a
+   destination with a \`batch\` policy) on the stream, and an access
    key for it. Temporary credentials also need the **session token**. Encrypted streams also need
    \`kms:GenerateDataKey\` on their key.
 3. Enter the stream name, region and credentials. For a Kinesis-compatible service, also enter its
@@ -99,7 +101,76 @@ function describeKinesisError(err: unknown, message: string, stream: string): Fa
   return { kind, status, error: `${name === 'Error' ? '' : `${name}: `}${text}${detail}` }
 }
 
-/** Kinesis data streams: one record per event, via PutRecord. */
+/** The PutRecord(s) fields of one delivery, or the failed attempt of a partition key that cannot be made. */
+function kinesisRecord(config: KinesisConfig, message: DeliveryMessage): { PartitionKey: string; Data: Buffer } | AttemptResult {
+  const template = config.partition_key_template
+  const partitionKey = renderForAttempt('partition_key_template', () => (template ? renderTemplate(template, templateSubject(message)) : message.id))
+  if (typeof partitionKey !== 'string') return partitionKey
+  if ([...partitionKey].length > MAX_PARTITION_KEY_CHARS) {
+    return { ok: false, error_kind: 'configuration', error: `the partition key is longer than ${MAX_PARTITION_KEY_CHARS} characters` }
+  }
+  return { PartitionKey: partitionKey, Data: Buffer.from(JSON.stringify({ metadata: message.metadata, data: message.data ?? null }), 'utf8') }
+}
+
+/** The receipt of a written record. */
+function recordResult(stream: string, partitionKey: string, status: number, out: { ShardId?: string; SequenceNumber?: string }): AttemptResult {
+  const receipt = { stream, partition_key: partitionKey, shard_id: out.ShardId ?? null, sequence_number: out.SequenceNumber ?? null }
+  return { ok: true, response_status_code: status, response_body: JSON.stringify(receipt) }
+}
+
+/** What a PutRecords call needs besides its records. */
+interface KinesisTarget {
+  sdk: typeof Kinesis
+  client: Kinesis.KinesisClient
+  config: KinesisConfig
+  describe: DescribeError
+  secrets: (string | undefined)[]
+}
+
+/** PutRecords takes at most 500 records of 5 MiB together, each of at most 1 MiB (data and partition key). */
+const batchLimits: CallLimits = { entries: 500, bytes: 5 * 1024 * 1024, entryBytes: 1024 * 1024 }
+
+/** A record PutRecords refused (its `ErrorCode`), classified as the same error of a PutRecord would be. */
+function recordFailure(target: KinesisTarget, entry: Kinesis.PutRecordsResultEntry, status: number): AttemptResult {
+  const err = { name: entry.ErrorCode, message: entry.ErrorMessage ?? entry.ErrorCode, $metadata: { httpStatusCode: status } }
+  const result = failureOf(err, target.describe, { signal: new AbortController().signal, secrets: target.secrets })
+  // The service failing on its side for this record: worth a retry, like an EventBridge InternalFailure entry.
+  return { ...result, ...(entry.ErrorCode === 'InternalFailure' ? { error_kind: 'unavailable' } : {}), response_status_code: status }
+}
+
+/** One PutRecords call: one result per record, in order; a failure of the whole call is every record's result. */
+async function putRecords(target: KinesisTarget, records: { PartitionKey: string; Data: Buffer }[], signal: AbortSignal): Promise<AttemptResult[]> {
+  const { sdk, client, config } = target
+  try {
+    const out = await client.send(new sdk.PutRecordsCommand({ StreamName: config.stream_name, Records: records }), { abortSignal: signal })
+    const status = out.$metadata.httpStatusCode ?? 200
+    return records.map((record, i) => {
+      const entry = out.Records?.[i]
+      if (!entry) return { ok: false, error_kind: 'unknown', error: `Kinesis answered nothing for record ${i}`, response_status_code: status }
+      return entry.ErrorCode ? recordFailure(target, entry, status) : recordResult(config.stream_name, record.PartitionKey, status, entry)
+    })
+  } catch (err) {
+    const result = failureOf(err, target.describe, { signal, secrets: target.secrets })
+    return records.map(() => result)
+  }
+}
+
+/** Several deliveries in PutRecords calls of at most 500 records and 5 MiB; a message without a partition key fails alone. */
+async function publishKinesisBatch(target: KinesisTarget, messages: DeliveryMessage[], { signal }: PublishOptions): Promise<AttemptResult[]> {
+  const early = new Map<number, AttemptResult>()
+  const sent: number[] = []
+  const records: { PartitionKey: string; Data: Buffer }[] = []
+  messages.forEach((message, i) => {
+    const record = kinesisRecord(target.config, message)
+    if ('PartitionKey' in record) (sent.push(i), records.push(record))
+    else early.set(i, record)
+  })
+  return sendPrepared({ count: messages.length, early, sent, entries: records }, false, (part) =>
+    sendCalls(part, splitCalls(part.map((r) => r.Data.length + Buffer.byteLength(r.PartitionKey)), batchLimits), (call) => putRecords(target, call, signal), false),
+  )
+}
+
+/** Kinesis data streams: one record per event, via PutRecord (PutRecords for a batch). */
 export const cloudxKinesis: DestinationTypeDefinition = {
   type: 'cloudx_kinesis',
   label: 'Amazon Kinesis',
@@ -107,7 +178,7 @@ export const cloudxKinesis: DestinationTypeDefinition = {
   icon,
   instructions,
   config_fields: configFields,
-  credential_fields: awsCredentialFields('kinesis:PutRecord on the stream'),
+  credential_fields: awsCredentialFields('kinesis:PutRecord (and kinesis:PutRecords for batches) on the stream'),
   configSchema: ConfigSchema,
   credentialsSchema: AwsCredentialsSchema,
   /** Kinesis refuses a record (data and partition key) over 1 MiB. */
@@ -149,31 +220,35 @@ export const cloudxKinesis: DestinationTypeDefinition = {
 
     const describe = (err: unknown, message: string) => describeKinesisError(err, message, config.stream_name)
 
-    return {
+    const secrets = [credentials.secret, credentials.session]
+    const target: KinesisTarget = { sdk, client, config, describe, secrets }
+
+    const publisher: Publisher = {
       async publish(message, { signal }) {
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        const template = config.partition_key_template
-        const partitionKey = renderForAttempt('partition_key_template', () => (template ? renderTemplate(template, templateSubject(message)) : message.id))
-        if (typeof partitionKey !== 'string') return partitionKey
-        if ([...partitionKey].length > MAX_PARTITION_KEY_CHARS) {
-          return { ok: false, error_kind: 'configuration', error: `the partition key is longer than ${MAX_PARTITION_KEY_CHARS} characters` }
-        }
-        const record = JSON.stringify({ metadata: message.metadata, data: message.data ?? null })
+        const record = kinesisRecord(config, message)
+        if (!('PartitionKey' in record)) return record
         try {
-          const output = await client.send(
-            new sdk.PutRecordCommand({ StreamName: config.stream_name, PartitionKey: partitionKey, Data: Buffer.from(record, 'utf8') }),
-            { abortSignal: signal },
-          )
-          const receipt = { stream: config.stream_name, partition_key: partitionKey, shard_id: output.ShardId ?? null, sequence_number: output.SequenceNumber ?? null }
-          return { ok: true, response_status_code: output.$metadata.httpStatusCode ?? 200, response_body: JSON.stringify(receipt) }
+          const output = await client.send(new sdk.PutRecordCommand({ StreamName: config.stream_name, ...record }), { abortSignal: signal })
+          return recordResult(config.stream_name, record.PartitionKey, output.$metadata.httpStatusCode ?? 200, output)
         } catch (err) {
-          return failureOf(err, describe, { signal, secrets: [credentials.secret, credentials.session] })
+          return failureOf(err, describe, { signal, secrets })
         }
+      },
+
+      async publishBatch(messages, options) {
+        if (refused) return messages.map(() => ({ ok: false, error_kind: 'ssrf', error: refused }))
+        // PutRecords does not keep the order of its records: an ordered destination's batch goes one PutRecord at a time.
+        if (messages.some((m) => m.ordering_key !== undefined)) {
+          return sendCalls(messages, messages.map((_, i): [number, number] => [i, i + 1]), async ([message]) => [await publisher.publish(message!, options)], true)
+        }
+        return publishKinesisBatch(target, messages, options)
       },
 
       async close() {
         client.destroy()
       },
     }
+    return publisher
   },
 }

@@ -3,10 +3,12 @@ import * as v from 'valibot'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { errorCodes, isConnectionFailure } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
+import { sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
+import type { AttemptResult } from '../model/attempt-result.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import type { ErrorKind } from '../model/attempt-result.js'
-import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher } from './types.js'
+import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type PublishOptions, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parsedBy, parseStored } from './settings.js'
 
@@ -216,7 +218,65 @@ function sendMessageInput(config: SqsConfig, message: DeliveryMessage): Sqs.Send
   return input
 }
 
-/** Amazon SQS: one SendMessage per delivery, body = data JSON, attributes = metadata. */
+/** SendMessageBatch takes at most 10 entries of 256 KiB together. */
+const batchLimits: CallLimits = { entries: 10, bytes: 256 * 1024 }
+
+/** The bytes SQS counts against its limits: the body and each attribute's name, type and value. */
+function sqsSize(input: Sqs.SendMessageCommandInput): number {
+  const attributes = Object.entries(input.MessageAttributes ?? {})
+  return Buffer.byteLength(input.MessageBody ?? '') + attributes.reduce((n, [name, a]) => n + Buffer.byteLength(name) + Buffer.byteLength(a.DataType ?? '') + Buffer.byteLength(a.StringValue ?? ''), 0)
+}
+
+/** The receipt of a sent message, as a single SendMessage records it. */
+function sentResult(status: number, messageId: string | undefined, sequenceNumber: string | undefined): AttemptResult {
+  const body: Record<string, string> = { message_id: messageId ?? '' }
+  if (sequenceNumber) body.sequence_number = sequenceNumber
+  return { ok: true, response_status_code: status, response_body: JSON.stringify(body) }
+}
+
+/** A `Failed` entry of SendMessageBatch, classified as the same error of a single SendMessage would be. */
+function entryFailure(entry: Sqs.BatchResultErrorEntry, status: number, secrets: (string | undefined)[]): AttemptResult {
+  // The call itself succeeded: the entry's code, and whose fault it was, say what went wrong.
+  const err = { name: entry.Code, message: entry.Message ?? entry.Code, $metadata: { httpStatusCode: entry.SenderFault ? 400 : 500 } }
+  return { ...failureOf(err, describeSqsError, { signal: new AbortController().signal, secrets }), response_status_code: status }
+}
+
+/** What a SendMessageBatch call needs besides its entries. */
+interface SqsBatchTarget {
+  sdk: typeof Sqs
+  client: Sqs.SQSClient
+  queueUrl: string
+  secrets: (string | undefined)[]
+}
+
+/** One SendMessageBatch call: one result per input, in order; a failure of the whole call is every entry's result. */
+async function sendBatchCall({ sdk, client, queueUrl, secrets }: SqsBatchTarget, inputs: Sqs.SendMessageCommandInput[], signal: AbortSignal): Promise<AttemptResult[]> {
+  const entries = inputs.map(({ QueueUrl: _url, ...entry }, i) => ({ ...entry, Id: `m${i}` }))
+  try {
+    const out = await client.send(new sdk.SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }), { abortSignal: signal })
+    const status = out.$metadata.httpStatusCode ?? 200
+    const sent = new Map((out.Successful ?? []).map((e) => [e.Id, e]))
+    const failed = new Map((out.Failed ?? []).map((e) => [e.Id, e]))
+    return entries.map(({ Id }) => {
+      const ok = sent.get(Id)
+      if (ok) return sentResult(status, ok.MessageId, ok.SequenceNumber)
+      const refused = failed.get(Id)
+      return refused ? entryFailure(refused, status, secrets) : { ok: false, error_kind: 'unknown', error: `SQS answered nothing for entry ${Id}`, response_status_code: status }
+    })
+  } catch (err) {
+    const result = failureOf(err, describeSqsError, { signal, secrets })
+    return inputs.map(() => result)
+  }
+}
+
+/** Several deliveries in SendMessageBatch calls of at most 10 entries and 256 KiB, in order (a FIFO queue stops at a failure). */
+function publishSqsBatch(target: SqsBatchTarget, config: SqsConfig, messages: DeliveryMessage[], { signal }: PublishOptions): Promise<AttemptResult[]> {
+  const inputs = messages.map((message) => sendMessageInput(config, message))
+  const ordered = queueName(config.queue_url).endsWith('.fifo') || messages.some((m) => m.ordering_key !== undefined)
+  return sendCalls(inputs, splitCalls(inputs.map(sqsSize), batchLimits), (part) => sendBatchCall(target, part, signal), ordered)
+}
+
+/** Amazon SQS: one SendMessage per delivery (SendMessageBatch for a batch), body = data JSON, attributes = metadata. */
 export const cloudxSqs: DestinationTypeDefinition = {
   type: 'cloudx_sqs',
   label: 'Amazon SQS',
@@ -265,6 +325,11 @@ export const cloudxSqs: DestinationTypeDefinition = {
         } catch (err) {
           return failureOf(err, describeSqsError, { signal, secrets: [credentials.secret, credentials.session] })
         }
+      },
+      async publishBatch(messages, options) {
+        if (closed) return messages.map(() => ({ ok: false, error_kind: 'unknown', error: 'the publisher is closed' }))
+        if (refused) return messages.map(() => ({ ok: false, error_kind: 'ssrf', error: refused }))
+        return publishSqsBatch({ sdk, client, queueUrl: config.queue_url, secrets: [credentials.secret, credentials.session] }, config, messages, options)
       },
       async close() {
         if (closed) return

@@ -5,9 +5,10 @@ import { hostChecker } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
 import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
-import type { FailureDescription } from './failure.js'
-import { lazyConnection, sendOver } from './lazy-connection.js'
-import type { DestinationTypeDefinition, Publisher } from './types.js'
+import { failureOf, type FailureDescription } from './failure.js'
+import { sendCalls } from './batch-calls.js'
+import { lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
+import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parsedBy, parseStored } from './settings.js'
 
@@ -232,7 +233,58 @@ async function closeSender({ client, sender }: Connection): Promise<void> {
   await client.close()
 }
 
-/** Azure Service Bus: one message per delivery to a queue or topic, application properties = metadata. */
+/** The Service Bus message of one delivery: the data as the JSON body, the metadata as application properties. */
+function serviceBusMessage(message: DeliveryMessage): ServiceBus.ServiceBusMessage {
+  return { body: message.data, contentType: 'application/json', messageId: message.id, subject: message.topic, applicationProperties: message.metadata }
+}
+
+/** The attempt of a message the service took. */
+function sentResult(message: DeliveryMessage): AttemptResult {
+  return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: message.id }) }
+}
+
+/**
+ * Fill message batches in order, as large as the link takes: a message that does not fit starts the next batch; one
+ * too large for any batch is sent alone (`undefined`), so it fails as a single send would. Index ranges and batches.
+ */
+async function fillBatches(sender: ServiceBus.ServiceBusSender, messages: DeliveryMessage[], signal: AbortSignal) {
+  const calls: [number, number][] = []
+  const batches: (ServiceBus.ServiceBusMessageBatch | undefined)[] = []
+  let batch: ServiceBus.ServiceBusMessageBatch | undefined
+  for (let i = 0; i < messages.length; i++) {
+    if (batch?.tryAddMessage(serviceBusMessage(messages[i]!))) {
+      calls[calls.length - 1]![1] = i + 1
+      continue
+    }
+    batch = await sender.createMessageBatch({ abortSignal: signal })
+    const fits = batch.tryAddMessage(serviceBusMessage(messages[i]!))
+    calls.push([i, i + 1])
+    batches.push(fits ? batch : undefined)
+    if (!fits) batch = undefined
+  }
+  return { calls, batches }
+}
+
+/** A batch in message batches sent one after the other, each accepted all or nothing; an ordered one stops at a failure. */
+async function sendBatches(sender: ServiceBus.ServiceBusSender, messages: DeliveryMessage[], signal: AbortSignal, fail: (err: unknown) => AttemptResult): Promise<AttemptResult[]> {
+  const { calls, batches } = await fillBatches(sender, messages, signal)
+  const ordered = messages.some((m) => m.ordering_key !== undefined)
+  return sendCalls(messages, calls, async (part, start) => {
+    const batch = batches[calls.findIndex(([first]) => first === start)]
+    try {
+      await sender.sendMessages(batch ?? serviceBusMessage(part[0]!), { abortSignal: signal })
+      return part.map(sentResult)
+    } catch (err) {
+      const result = fail(err)
+      return part.map(() => result)
+    }
+  }, ordered)
+}
+
+/** A broken connection or link is rebuilt by the next attempt rather than trusted to recover. */
+const dropAfter = (result: AttemptResult): boolean => result.error_kind !== 'rejected' && result.error_kind !== 'throttled'
+
+/** Azure Service Bus: one message per delivery (message batches for a batch) to a queue or topic, application properties = metadata. */
 export const cloudyServicebus: DestinationTypeDefinition = {
   type: 'cloudy_servicebus',
   label: 'Azure Service Bus',
@@ -268,19 +320,20 @@ export const cloudyServicebus: DestinationTypeDefinition = {
         if ('failure' in host) return host.failure
         if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
         const send = async ({ sender }: Connection): Promise<AttemptResult> => {
-          await sender.sendMessages(
-            { body: message.data, contentType: 'application/json', messageId: message.id, subject: message.topic, applicationProperties: message.metadata },
-            { abortSignal: signal },
-          )
-          return { ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: message.id }) }
+          await sender.sendMessages(serviceBusMessage(message), { abortSignal: signal })
+          return sentResult(message)
         }
-        return sendOver(connection, host.addresses, send, {
-          signal,
-          secrets,
-          describe: describeServiceBusError,
-          // A broken connection or link is rebuilt by the next attempt rather than trusted to recover.
-          drop: (result) => result.error_kind !== 'rejected' && result.error_kind !== 'throttled',
-        })
+        return sendOver(connection, host.addresses, send, { signal, secrets, describe: describeServiceBusError, drop: dropAfter })
+      },
+      async publishBatch(messages, { signal }) {
+        const closed = (): AttemptResult[] => messages.map(() => ({ ok: false, error_kind: 'unknown', error: 'the publisher is closed' }))
+        if (connection.closed) return closed()
+        const host = await checkHost()
+        if ('failure' in host) return messages.map(() => host.failure)
+        if (connection.closed) return closed()
+        const fail = (err: unknown) => failureOf(err, describeServiceBusError, { signal, secrets })
+        const send = ({ sender }: Connection) => sendBatches(sender, messages, signal, fail)
+        return sendBatchOver(connection, host.addresses, messages.length, send, { signal, secrets, describe: describeServiceBusError, drop: dropAfter })
       },
       close: () => connection.close(),
     }

@@ -6,10 +6,11 @@ import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
 import { isConnectionFailure, transportErrorKind, transportKindInText } from '../net/transport-error.js'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
-import type { FailureDescription } from './failure.js'
+import { failureOf, type FailureDescription } from './failure.js'
+import { sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
 import { googleCredentialIssue, googleCredentialSecrets } from './google-credentials.js'
-import { lazyConnection, sendOver } from './lazy-connection.js'
-import { jsonBody, type DestinationTypeDefinition, type Publisher } from './types.js'
+import { lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
+import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parsedBy, parseStored } from './settings.js'
 
@@ -224,6 +225,8 @@ function pinnedEndpoint(endpoint: string, address: string): string {
 interface OpenTopic {
   client: PubSubModule.PubSub
   topic: PubSubModule.Topic
+  /** The same topic for batches: the messages queued on it go in one Publish call when flushed. */
+  batchTopic: PubSubModule.Topic
   pinned: boolean
 }
 
@@ -240,10 +243,32 @@ function openTopic(sdk: typeof PubSubModule, options: PubSubModule.ClientConfig,
     // The delivery pipeline owns retries; the SDK's own (up to 10 minutes) would hide failures.
     gaxOpts: { retry: null },
   })
-  return { client, topic, pinned: pin !== undefined }
+  // Limits above what a call is given (see batchLimits): the SDK sends a call when it is flushed.
+  const batchTopic = client.topic(config.topic, { batching: { maxMessages: 1000, maxBytes: 9 * 1024 ** 2, maxMilliseconds: 60_000 }, gaxOpts: { retry: null } })
+  return { client, topic, batchTopic, pinned: pin !== undefined }
 }
 
-/** Google Cloud Pub/Sub: one Publish per delivery, data = data JSON, attributes = metadata. */
+/** The messages of one Publish call: at most 1,000, and 8 MiB of data and attributes (the API takes 10 MB). */
+const batchLimits: CallLimits = { entries: 1000, bytes: 8 * 1024 ** 2 }
+
+/** Queue messages on the batch topic and flush them as one Publish call, acknowledged all or nothing. */
+function publishCall({ batchTopic }: OpenTopic, messages: { data: Buffer; attributes: Record<string, string> }[], signal: AbortSignal, secrets: string[]): Promise<AttemptResult[]> {
+  const ids = messages.map((message) => batchTopic.publishMessage(message))
+  // Each message's own promise carries the call's outcome.
+  batchTopic.flush().catch(() => {})
+  const sent = (id: string): AttemptResult => ({ ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: id }) })
+  return Promise.all(ids.map((id) => untilAborted(id, signal).then(sent, (err: unknown) => failureOf(err, describePubsubError, { signal, secrets }))))
+}
+
+/** A batch in Publish calls one after the other, in order; an ordered destination's batch stops at a failed call. */
+function publishAll(open: OpenTopic, messages: DeliveryMessage[], signal: AbortSignal, secrets: string[]): Promise<AttemptResult[]> {
+  const options = messages.map((message) => ({ data: Buffer.from(jsonBody(message), 'utf8'), attributes: pubsubAttributes(message.metadata) }))
+  const sizes = options.map(({ data, attributes }) => data.length + Object.entries(attributes).reduce((n, [k, value]) => n + Buffer.byteLength(k) + Buffer.byteLength(value), 0))
+  const ordered = messages.some((m) => m.ordering_key !== undefined)
+  return sendCalls(options, splitCalls(sizes, batchLimits), (part) => publishCall(open, part, signal, secrets), ordered)
+}
+
+/** Google Cloud Pub/Sub: one Publish per delivery (several per call for a batch), data = data JSON, attributes = metadata. */
 export const cloudzPubsub: DestinationTypeDefinition = {
   type: 'cloudz_pubsub',
   validate: pubsubDestinationIssues,
@@ -296,6 +321,20 @@ export const cloudzPubsub: DestinationTypeDefinition = {
           secrets,
           describe: describePubsubError,
           // A pinned client resolves again on the next publish: the emulator may have moved.
+          drop: (result, current) => current.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout'),
+        })
+      },
+      async publishBatch(messages, { signal }) {
+        const closed = (): AttemptResult[] => messages.map(() => ({ ok: false, error_kind: 'unknown', error: 'the publisher is closed' }))
+        if (connection.closed) return closed()
+        const host = await checkHost()
+        if ('failure' in host) return messages.map(() => host.failure)
+        if (connection.closed) return closed()
+        const pin = emulator ? host.addresses?.[0]?.address : undefined
+        return sendBatchOver(connection, pin, messages.length, (open) => publishAll(open, messages, signal, secrets), {
+          signal,
+          secrets,
+          describe: describePubsubError,
           drop: (result, current) => current.pinned && (isConnectionFailure(result.error_kind) || result.error_kind === 'timeout'),
         })
       },

@@ -10,7 +10,8 @@ import { untilAborted } from '../net/deadline.js'
 import { loadPeer } from '../load-peer.js'
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import type { FailureDescription } from './failure.js'
-import { lazyConnection, sendOver, type LazyConnection } from './lazy-connection.js'
+import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
+import { lazyConnection, sendBatchOver, type LazyConnection } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublisherContext } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
@@ -286,7 +287,29 @@ function lazyProducer(client: KafkaJs.Kafka): LazyConnection<KafkaJs.Producer> {
   return producers
 }
 
-/** Apache Kafka: one message per delivery, produced idempotently with acks=all. */
+/** One Produce of a batch: at most 1,000 messages and about 1 MB (the broker's default `message.max.bytes`). */
+const batchLimits: CallLimits = { entries: 1000, bytes: 1_000_000 }
+
+/** The bytes of a message that count against the broker's limit: key, value and headers. */
+function recordSize(record: KafkaJs.Message): number {
+  const headers = Object.entries(record.headers ?? {}).reduce((n, [k, value]) => n + Buffer.byteLength(k) + Buffer.byteLength(String(value)), 0)
+  return Buffer.byteLength(String(record.key ?? '')) + Buffer.byteLength(String(record.value ?? '')) + headers
+}
+
+/**
+ * Produce messages in one send (acks=all), acknowledged all or nothing: one receipt per message. The offset of each
+ * is known when they all went to one partition (its base offset onwards); across partitions it is left out.
+ */
+async function produce(producer: KafkaJs.Producer, topic: string, messages: KafkaJs.Message[], signal: AbortSignal): Promise<AttemptResult[]> {
+  // kafkajs takes no signal: the attempt stops waiting at its deadline (requestTimeout bounds the request).
+  const written = await untilAborted(producer.send({ topic, acks: -1, timeout: 10_000, messages }), signal)
+  const only = written.length === 1 ? written[0] : undefined
+  const base = only?.baseOffset ?? only?.offset
+  const offset = (i: number) => (base === undefined ? null : String(BigInt(base) + BigInt(i)))
+  return messages.map((m, i) => ({ ok: true, response_body: JSON.stringify({ topic, partition: only?.partition ?? null, offset: offset(i), key: m.key }) }))
+}
+
+/** Apache Kafka: one message per delivery (one send of several for a batch), produced idempotently with acks=all. */
 export const kafka: DestinationTypeDefinition = {
   type: 'kafka',
   label: 'Apache Kafka',
@@ -337,38 +360,36 @@ export const kafka: DestinationTypeDefinition = {
     const producers = lazyProducer(client)
     const describe = (err: unknown, message: string) => describeKafkaError(err, message, config.topic)
 
-    return {
+    // A producer that lost its connection or its login starts over on the next attempt; broker answers keep it.
+    const drop = (result: AttemptResult) => !['not_found', 'rejected', 'unavailable', 'throttled'].includes(result.error_kind ?? '')
+    const publisher: Publisher = {
       async publish(message, { signal }) {
-        if (producers.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
-        if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
-        const key = renderForAttempt('key_template', () => messageKey(config, message))
-        if (typeof key !== 'string') return key
-        const send = async (producer: KafkaJs.Producer): Promise<AttemptResult> => {
-          // kafkajs takes no signal: the attempt stops waiting at its deadline (requestTimeout bounds the request).
-          const [written] = await untilAborted(
-            producer.send({
-              topic: config.topic,
-              acks: -1,
-              timeout: 10_000,
-              messages: [{ key, value: jsonBody(message), headers: message.metadata, timestamp: String(message.time.getTime()) }],
-            }),
-            signal,
-          )
-          const receipt = { topic: config.topic, partition: written?.partition ?? null, offset: written?.baseOffset ?? written?.offset ?? null, key }
-          return { ok: true, response_body: JSON.stringify(receipt) }
-        }
-        return sendOver(producers, undefined, send, {
-          signal,
-          secrets: [credentials.password],
-          describe,
-          // A producer that lost its connection or its login starts over on the next attempt; broker answers keep it.
-          drop: (result) => !['not_found', 'rejected', 'unavailable', 'throttled'].includes(result.error_kind ?? ''),
+        const [result] = await publisher.publishBatch!([message], { signal })
+        return result!
+      },
+
+      async publishBatch(messages, { signal }) {
+        if (producers.closed) return messages.map(() => ({ ok: false, error_kind: 'configuration', error: 'the publisher is closed' }))
+        if (refused) return messages.map(() => ({ ok: false, error_kind: 'ssrf', error: refused }))
+        const early = new Map<number, AttemptResult>()
+        const sent: number[] = []
+        const records: KafkaJs.Message[] = []
+        messages.forEach((message, i) => {
+          const key = renderForAttempt('key_template', () => messageKey(config, message))
+          if (typeof key !== 'string') return early.set(i, key)
+          sent.push(i)
+          records.push({ key, value: jsonBody(message), headers: message.metadata, timestamp: String(message.time.getTime()) })
         })
+        const ordered = messages.some((m) => m.ordering_key !== undefined)
+        const failure = { signal, secrets: [credentials.password], describe, drop }
+        const send = (part: KafkaJs.Message[]) => sendBatchOver(producers, undefined, part.length, (producer) => produce(producer, config.topic, part, signal), failure)
+        return sendPrepared({ count: messages.length, early, sent, entries: records }, ordered, (part) => sendCalls(part, splitCalls(part.map(recordSize), batchLimits), send, ordered))
       },
 
       async close() {
         await producers.close()
       },
     }
+    return publisher
   },
 }

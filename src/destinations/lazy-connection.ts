@@ -162,3 +162,31 @@ export async function sendOver<T, Input>(connection: LazyConnection<T, Input>, i
     return result
   }
 }
+
+/**
+ * One batch over a publisher's connection: `send` answers one result per message; a failure to open the connection
+ * (or a throw of `send`) is every message's result. The connection is dropped when `failure.drop` says so of any
+ * failed message.
+ *
+ * @example
+ * return sendBatchOver(connection, undefined, messages.length, (open) => publishAll(open, messages), { signal, describe, drop })
+ */
+export async function sendBatchOver<T, Input>(
+  connection: LazyConnection<T, Input>,
+  input: Input,
+  count: number,
+  send: (connection: T) => Promise<AttemptResult[]>,
+  failure: SendFailure<T>,
+): Promise<AttemptResult[]> {
+  let current: T | undefined
+  let results: AttemptResult[]
+  try {
+    current = await connection.get(failure.signal, input)
+    results = await send(current)
+  } catch (err) {
+    results = new Array<AttemptResult>(count).fill(failureOf(err, failure.describe, failure))
+  }
+  const open = current
+  if (open !== undefined && results.some((result) => !result.ok && failure.drop(result, open))) connection.drop(open)
+  return results
+}

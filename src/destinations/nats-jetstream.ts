@@ -11,9 +11,10 @@ import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
 import type { FailureDescription } from './failure.js'
 import { natsAuthOptions, natsCredentialFields, NatsCredentialsSchema } from './nats-credentials.js'
+import { sendCalls } from './batch-calls.js'
 import { lazyConnection, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
-import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
+import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher, PublisherContext } from './types.js'
 import { parsedBy } from './settings.js'
 import { hostPort, readServerAddress } from '../net/host-port.js'
 
@@ -249,6 +250,12 @@ function subjectFor(config: NatsConfig, message: DeliveryMessage): string {
   return subject
 }
 
+/** A batch: all published at once on the connection, each acknowledged on its own; an ordered one one after the other. */
+function publishEach(publisher: Publisher, messages: DeliveryMessage[], options: PublishOptions): Promise<AttemptResult[]> {
+  if (messages.every((m) => m.ordering_key === undefined)) return Promise.all(messages.map((m) => publisher.publish(m, options)))
+  return sendCalls(messages, messages.map((_, i): [number, number] => [i, i + 1]), async ([m]) => [await publisher.publish(m!, options)], true)
+}
+
 /** NATS JetStream: publish with the stream's acknowledgement; Nats-Msg-Id = event id. */
 export const natsJetstream: DestinationTypeDefinition = {
   type: 'nats_jetstream',
@@ -299,7 +306,7 @@ export const natsJetstream: DestinationTypeDefinition = {
     })
     const secrets = [credentials.password, credentials.token, credentials.nkey_seed, credentials.creds]
 
-    return {
+    const publisher: Publisher = {
       async publish(message, { signal }) {
         if (link.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
@@ -328,7 +335,10 @@ export const natsJetstream: DestinationTypeDefinition = {
         })
       },
 
+      publishBatch: (messages, options) => publishEach(publisher, messages, options),
+
       close: () => link.close(),
     }
+    return publisher
   },
 }

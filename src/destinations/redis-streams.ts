@@ -7,8 +7,9 @@ import { untilAborted } from '../net/deadline.js'
 import { privateHostError, resolvePublicHost } from '../net/endpoint-guard.js'
 import { SSRF_ERROR_CODE } from '../net/ssrf.js'
 import { errorCodes, transportErrorKind } from '../net/transport-error.js'
-import type { FailureDescription } from './failure.js'
-import { lazyConnection, sendOver } from './lazy-connection.js'
+import { failureOf, type DescribeError, type FailureDescription, type FailureOptions } from './failure.js'
+import { sendPrepared, type PreparedBatch } from './batch-calls.js'
+import { lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
 import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } from './templates.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher, PublisherContext } from './types.js'
 import { parsedBy } from './settings.js'
@@ -242,6 +243,43 @@ function streamKeyFor(config: RedisConfig, message: DeliveryMessage): string {
   return key
 }
 
+/** The fields of a delivery's entry: `id`, `topic`, `data`, `metadata`. */
+function entryFields(message: DeliveryMessage): string[] {
+  return ['id', message.id, 'topic', message.topic, 'data', JSON.stringify(message.data ?? null), 'metadata', JSON.stringify(message.metadata)]
+}
+
+/** The attempt of an entry the script added (or found added within the window). */
+function appended(stream: string, [entryId, duplicate]: [string, number]): AttemptResult {
+  return { ok: true, response_body: JSON.stringify({ stream, entry_id: entryId, duplicate: duplicate === 1 }) }
+}
+
+/**
+ * A batch as one pipeline of the append script on one connection: one round trip, the entries added in order, each
+ * answered on its own (a refused one fails alone).
+ */
+async function appendAll(redis: AppendingRedis, batch: { stream: string; message: DeliveryMessage }[], [window, maxLength]: [string, string], failure: FailureOptions & { describe: DescribeError }): Promise<AttemptResult[]> {
+  const pipeline = redis.pipeline() as unknown as { outflowAppend(...args: string[]): unknown; exec(): Promise<[Error | null, unknown][] | null> }
+  for (const { stream, message } of batch) pipeline.outflowAppend(stream, dedupeKey(stream, message.id), window, maxLength, ...entryFields(message))
+  const answers = await untilAborted(pipeline.exec(), failure.signal)
+  return batch.map(({ stream }, i) => {
+    const [err, answer] = answers?.[i] ?? [new Error('Redis answered nothing for this entry'), undefined]
+    return err ? failureOf(err, failure.describe, failure) : appended(stream, answer as [string, number])
+  })
+}
+
+/** The entries of a batch with their streams; a message whose stream key template fails has its result instead. */
+function prepareEntries(config: RedisConfig, messages: DeliveryMessage[]): PreparedBatch<{ stream: string; message: DeliveryMessage }> {
+  const early = new Map<number, AttemptResult>()
+  const sent: number[] = []
+  const entries: { stream: string; message: DeliveryMessage }[] = []
+  messages.forEach((message, i) => {
+    const stream = renderForAttempt('stream_key_template', () => streamKeyFor(config, message))
+    if (typeof stream === 'string') (sent.push(i), entries.push({ stream, message }))
+    else early.set(i, stream)
+  })
+  return { count: messages.length, early, sent, entries }
+}
+
 /** Redis Streams: XADD (MAXLEN ~) through a script that drops an event id seen within the duplicate window. */
 export const redisStreams: DestinationTypeDefinition = {
   type: 'redis_streams',
@@ -290,25 +328,35 @@ export const redisStreams: DestinationTypeDefinition = {
     const window = String(config.dedupe_window_seconds ?? defaultDedupeWindowSeconds)
     const maxLength = config.max_length === undefined ? '' : String(config.max_length)
 
+    const failure = (signal: AbortSignal) => ({
+      signal,
+      secrets: [credentials.password],
+      describe: describeRedisError,
+      // A connection that let the answer time out may be hung (a dead peer, a half-open socket): the next attempt
+      // opens a new one rather than waiting on it too.
+      drop: () => signal.aborted,
+    })
+
     return {
       async publish(message, { signal }) {
         if (client.closed) return { ok: false, error_kind: 'configuration', error: 'the publisher is closed' }
         if (refused) return { ok: false, error_kind: 'ssrf', error: refused }
         const stream = renderForAttempt('stream_key_template', () => streamKeyFor(config, message))
         if (typeof stream !== 'string') return stream
-        const fields = ['id', message.id, 'topic', message.topic, 'data', JSON.stringify(message.data ?? null), 'metadata', JSON.stringify(message.metadata)]
         const send = async (redis: AppendingRedis): Promise<AttemptResult> => {
-          const [entryId, duplicate] = await untilAborted(redis.outflowAppend(stream, dedupeKey(stream, message.id), window, maxLength, ...fields), signal)
-          return { ok: true, response_body: JSON.stringify({ stream, entry_id: entryId, duplicate: duplicate === 1 }) }
+          const answer = await untilAborted(redis.outflowAppend(stream, dedupeKey(stream, message.id), window, maxLength, ...entryFields(message)), signal)
+          return appended(stream, answer)
         }
-        return sendOver(client, undefined, send, {
-          signal,
-          secrets: [credentials.password],
-          describe: describeRedisError,
-          // A connection that let the answer time out may be hung (a dead peer, a half-open socket): the next attempt
-          // opens a new one rather than waiting on it too.
-          drop: () => signal.aborted,
-        })
+        return sendOver(client, undefined, send, failure(signal))
+      },
+
+      async publishBatch(messages, { signal }) {
+        if (client.closed) return messages.map(() => ({ ok: false, error_kind: 'configuration', error: 'the publisher is closed' }))
+        if (refused) return messages.map(() => ({ ok: false, error_kind: 'ssrf', error: refused }))
+        const ordered = messages.some((m) => m.ordering_key !== undefined)
+        return sendPrepared(prepareEntries(config, messages), ordered, (batch) =>
+          sendBatchOver(client, undefined, batch.length, (redis) => appendAll(redis, batch, [window, maxLength], failure(signal)), failure(signal)),
+        )
       },
 
       close: () => client.close(),

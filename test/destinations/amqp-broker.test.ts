@@ -157,6 +157,46 @@ describe.runIf(amqpAvailable)('amqp_broker destination (RabbitMQ)', () => {
     }
   })
 
+  describe('batches (publish all, then wait for each confirm)', () => {
+    /** A fresh exclusive queue, reached through the default exchange with routing_key = its name. */
+    const freshQueue = async (args: Record<string, unknown> = {}) => (await channel.assertQueue('', { exclusive: true, arguments: args })).queue
+    const batch = (count: number) => Array.from({ length: count }, (_, i) => message({ data: { i } }))
+
+    it('delivers every message once, in order, as single publishes would', async () => {
+      const target = await freshQueue()
+      const publisher = await publishers.open({ server_url: brokerHostPort, exchange: '', routing_key: target })
+      const messages = batch(5)
+      expect(await publisher.publishBatch(messages)).toEqual(Array(5).fill({ ok: true }))
+      const received = []
+      for (let i = 0; i < 5; i++) received.push(await take(target))
+      expect(received.map((m) => JSON.parse(m.content.toString('utf8')).i)).toEqual([0, 1, 2, 3, 4])
+      expect(received.map((m) => m.properties.messageId)).toEqual(messages.map((m) => m.id))
+      expect(received[2]!.properties).toMatchObject({ headers: messages[2]!.metadata, contentType: 'application/json', type: 'order.created', deliveryMode: 2 })
+      expect(await channel.get(target, { noAck: true })).toBe(false)
+    })
+
+    it('gives each message the broker nacks its own rejected result', async () => {
+      const full = await freshQueue({ 'x-max-length': 2, 'x-overflow': 'reject-publish' })
+      const publisher = await publishers.open({ server_url: brokerHostPort, exchange: '', routing_key: full })
+      const results = await publisher.publishBatch(batch(4))
+      expect(results.map((r) => [r.ok, r.error_kind])).toEqual([
+        [true, undefined],
+        [true, undefined],
+        [false, 'rejected'],
+        [false, 'rejected'],
+      ])
+      expect(results[2]!.error).toContain('nack')
+    })
+
+    it('fails every message with a missing exchange (not_found) or an aborted deadline (timeout)', async () => {
+      const missing = `outflow-missing-${randomUUID()}`
+      const publisher = await publishers.open({ server_url: brokerHostPort, exchange: missing })
+      expect((await publisher.publishBatch(batch(3))).map((r) => r.error_kind)).toEqual(['not_found', 'not_found', 'not_found'])
+      const results = await publisher.publishBatch(batch(2), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(results.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+    })
+  })
+
   it('reports a broker that refuses the connection as connection_refused', async () => {
     const publisher = await publishers.open({ server_url: `127.0.0.1:${await closedPort()}`, exchange })
     try {

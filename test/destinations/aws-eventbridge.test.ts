@@ -85,6 +85,46 @@ describe('aws_eventbridge destination', () => {
     })
   })
 
+  describe('batches (PutEvents with several entries)', () => {
+    const batch = (count: number, tag: string, pad = '') => Array.from({ length: count }, (_, i) => message({ data: { tag, i, pad } }))
+
+    it('puts 11 entries in two calls (10 + 1), each once, in order, as single publishes would', async () => {
+      const publisher = await publishers.open()
+      const [calls, before] = [bus.calls.length, bus.events.length]
+      const messages = batch(11, 'eleven')
+      const results = await publisher.publishBatch(messages)
+      expect(results.every((r) => r.ok && r.response_status_code === 200 && JSON.parse(r.response_body!).event_bus === 'orders')).toBe(true)
+      expect(bus.calls.slice(calls)).toEqual([10, 1])
+      const sent = bus.events.slice(before)
+      expect(sent.map((e) => JSON.parse(e.detail).data.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+      expect(sent[4]).toMatchObject({ bus: 'orders', source: 'com.example.shop', detailType: 'order.created', detail: JSON.stringify({ metadata: messages[4]!.metadata, data: messages[4]!.data }) })
+    })
+
+    it('splits at 256 KB per call; an entry over it fails alone before sending', async () => {
+      const publisher = await publishers.open()
+      const [calls, before] = [bus.calls.length, bus.events.length]
+      const messages = [...batch(3, 'split', 'x'.repeat(100 * 1024)), ...batch(1, 'huge', 'x'.repeat(300 * 1024)), ...batch(1, 'tail')]
+      const results = await publisher.publishBatch(messages)
+      expect(results.map((r) => [r.ok, r.error_kind])).toEqual([[true, undefined], [true, undefined], [true, undefined], [false, 'rejected'], [true, undefined]])
+      expect(bus.calls.slice(calls)).toEqual([2, 2])
+      expect(bus.events.slice(before).map((e) => JSON.parse(e.detail).data.tag)).toEqual(['split', 'split', 'split', 'tail'])
+    })
+
+    it('gives a failed entry its own result; a call refused whole fails every entry; an aborted one times out', async () => {
+      const publisher = await publishers.open()
+      const before = bus.events.length
+      bus.failNextEntry({ code: 'ThrottlingException', message: 'Rate exceeded' })
+      const results = await publisher.publishBatch(batch(3, 'entry'))
+      expect(results.map((r) => [r.ok, r.error_kind])).toEqual([[false, 'throttled'], [true, undefined], [true, undefined]])
+      expect(results[0]!.error).toContain('ThrottlingException: Rate exceeded')
+      expect(bus.events.slice(before).map((e) => JSON.parse(e.detail).data.i)).toEqual([1, 2])
+      bus.failNext({ status: 500, type: 'InternalException', message: 'internal error' })
+      expect((await publisher.publishBatch(batch(2, 'whole'))).map((r) => r.error_kind)).toEqual(['unavailable', 'unavailable'])
+      const aborted = await publisher.publishBatch(batch(2, 'abort'), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(aborted.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+    })
+  })
+
   describe('failures', () => {
     it('treats a 200 with FailedEntryCount 1 as a failed attempt, kind from the entry error code', async () => {
       const publisher = await publishers.open()

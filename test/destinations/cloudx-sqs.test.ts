@@ -159,6 +159,107 @@ describe('cloudx_sqs destination', () => {
     })
   })
 
+  describe('batches (SendMessageBatch)', () => {
+    const throttled = { status: 400, type: 'com.amazonaws.sqs#RequestThrottled', queryError: 'RequestThrottled;Sender', message: 'Rate exceeded' }
+    const batch = (count: number, tag: string) => Array.from({ length: count }, (_, i) => message({ id: `evt_${tag}_${i}`, data: { tag, i } }))
+    const since = (calls: number, messages: number) => ({ calls: sqs.calls.slice(calls), messages: sqs.messages.slice(messages) })
+
+    it('sends 11 messages in two calls (10 + 1), each once, in order, exactly as single sends would', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      const [calls, before] = [sqs.calls.length, sqs.messages.length]
+      const messages = batch(11, 'eleven')
+      const results = await publisher.publishBatch(messages)
+      expect(results.map((r) => r.ok)).toEqual(Array(11).fill(true))
+      expect(JSON.parse(results[0]!.response_body!).message_id).toMatch(/^[0-9a-f-]{36}$/)
+      const sent = since(calls, before)
+      expect(sent.calls).toEqual([
+        { action: 'SendMessageBatch', entries: 10 },
+        { action: 'SendMessageBatch', entries: 1 },
+      ])
+      expect(sent.messages.map((m) => JSON.parse(m.body).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+      expect(sent.messages[3]!.attributes).toEqual({
+        'event-id': { DataType: 'String', StringValue: 'evt_eleven_3' },
+        topic: { DataType: 'String', StringValue: 'order.created' },
+        timestamp: { DataType: 'String', StringValue: '1735787045' },
+      })
+      expect(await publisher.publish(messages[3]!)).toMatchObject({ ok: true })
+      expect(sqs.messages.at(-1)!.body).toBe(sent.messages[3]!.body)
+    })
+
+    it('splits by bytes: three 100 KiB messages go in two calls under 256 KiB; one over 256 KiB alone is refused alone', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      const [calls, before] = [sqs.calls.length, sqs.messages.length]
+      const big = (i: number, kib: number) => message({ id: `evt_big_${i}`, data: { i, pad: 'x'.repeat(kib * 1024) } })
+      const results = await publisher.publishBatch([big(0, 100), big(1, 100), big(2, 300), big(3, 100)])
+      expect(results.map((r) => r.ok)).toEqual([true, true, false, true])
+      expect(results[2]).toMatchObject({ error_kind: 'rejected', response_status_code: 400 })
+      expect(results[2]!.error).toContain('BatchRequestTooLong')
+      expect(since(calls, before).calls.map((c) => c.entries)).toEqual([2, 1, 1])
+      expect(since(calls, before).messages.map((m) => JSON.parse(m.body).i)).toEqual([0, 1, 3])
+    })
+
+    it('keeps the FIFO group and deduplication id of single sends', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders.fifo'), endpoint: sqs.endpoint })
+      const before = sqs.messages.length
+      const results = await publisher.publishBatch(batch(3, 'fifo'))
+      expect(results.every((r) => r.ok && /^\d{20}$/.test(JSON.parse(r.response_body!).sequence_number))).toBe(true)
+      expect(sqs.messages.slice(before).map((m) => [m.groupId, m.deduplicationId])).toEqual([
+        ['des_sqs', 'evt_fifo_0'],
+        ['des_sqs', 'evt_fifo_1'],
+        ['des_sqs', 'evt_fifo_2'],
+      ])
+    })
+
+    it('gives a Failed entry its own result and kind; the others are sent', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      const before = sqs.messages.length
+      sqs.failEntry('"i":1}', throttled)
+      sqs.failEntry('"i":2}', { status: 500, type: 'com.amazonaws.sqs#InternalError', queryError: 'InternalError;Receiver', message: 'We encountered an internal error.' })
+      const results = await publisher.publishBatch(batch(4, 'entry'))
+      expect(results.map((r) => [r.ok, r.error_kind])).toEqual([
+        [true, undefined],
+        [false, 'throttled'],
+        [false, 'http_5xx'],
+        [true, undefined],
+      ])
+      expect(results[1]).toMatchObject({ response_status_code: 200, error: 'RequestThrottled: Rate exceeded' })
+      expect(sqs.messages.slice(before).map((m) => JSON.parse(m.body).i)).toEqual([0, 3])
+    })
+
+    it('on a FIFO queue, does not send the calls after a failed entry: nothing overtakes it', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders.fifo'), endpoint: sqs.endpoint })
+      const [calls, before] = [sqs.calls.length, sqs.messages.length]
+      sqs.failEntry('"i":9}', throttled)
+      const results = await publisher.publishBatch(batch(12, 'stop'))
+      expect(results.map((r) => r.ok)).toEqual([...Array(9).fill(true), false, false, false])
+      expect(results[11]).toMatchObject({ error_kind: 'throttled' })
+      expect(results[11]!.error).toContain('not sent')
+      expect(sqs.calls.length - calls).toBe(1)
+      expect(sqs.messages.length - before).toBe(9)
+    })
+
+    it('fails every entry of a call the service refuses whole, and of an unknown key, with that kind', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      sqs.failNext(throttled)
+      expect((await publisher.publishBatch(batch(3, 'whole'))).map((r) => r.error_kind)).toEqual(['throttled', 'throttled', 'throttled'])
+      const wrongKey = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint }, { key: 'AKIAUNKNOWNKEY000000', secret })
+      const results = await wrongKey.publishBatch(batch(2, 'auth'))
+      expect(results.map((r) => r.error_kind)).toEqual(['authentication', 'authentication'])
+      expect(JSON.stringify(results)).not.toContain(secret)
+      expect(await publisherFor({ queue_url: sqs.queueUrl('missing'), endpoint: sqs.endpoint }).then((p) => p.publishBatch(batch(2, 'nf')))).toMatchObject([{ error_kind: 'not_found' }, { error_kind: 'not_found' }])
+    })
+
+    it('reports every message of an aborted batch as a timeout, and refuses a private endpoint without a request', async () => {
+      const publisher = await publisherFor({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint })
+      const results = await publisher.publishBatch(batch(2, 'abort'), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(results.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+      const guarded = await publishers.open({ queue_url: sqs.queueUrl('orders'), endpoint: sqs.endpoint }, { context: { allowPrivateNetworks: false } })
+      const calls = sqs.calls.length
+      expect((await guarded.publishBatch(batch(2, 'ssrf'))).map((r) => r.error_kind)).toEqual(['ssrf', 'ssrf'])
+      expect(sqs.calls.length).toBe(calls)
+    })
+  })
+
   describe('private networks', () => {
     async function guardedPublish(config: Record<string, unknown>) {
       const publisher = await publishers.open(config, { context: { allowPrivateNetworks: false } })

@@ -110,6 +110,46 @@ describe('cloudy_servicebus destination', () => {
     })
   })
 
+  describe('batches (message batches of the link size)', () => {
+    const batch = (count: number, tag: string, pad = '') => Array.from({ length: count }, (_, i) => message({ id: `evt_${tag}_${i}`, data: { tag, i, pad } }))
+    const sentSince = (transfers: number, messages: number) => ({ transfers: sb.batches.slice(transfers), messages: sb.messages.slice(messages) })
+
+    it('sends a batch as one message batch, each message as a single send would, in order', async () => {
+      const publisher = await publisherFor('orders')
+      const [transfers, before] = [sb.batches.length, sb.messages.length]
+      const messages = batch(5, 'five')
+      const results = await publisher.publishBatch(messages)
+      expect(results).toEqual(messages.map((m) => ({ ok: true, response_status_code: null, response_body: JSON.stringify({ message_id: m.id }) })))
+      const sent = sentSince(transfers, before)
+      expect(sent.transfers).toEqual([5])
+      expect(sent.messages.map((m) => m.messageId)).toEqual(messages.map((m) => m.id))
+      expect(sent.messages[2]).toMatchObject({ entity: 'orders', subject: 'order.created', contentType: 'application/json', body: messages[2]!.data, applicationProperties: messages[2]!.metadata })
+    })
+
+    it('starts a new batch when a message does not fit the link size (256 KiB here); one too large for any goes alone and fails alone', async () => {
+      const publisher = await publisherFor('orders')
+      const [transfers, before] = [sb.batches.length, sb.messages.length]
+      const messages = [...batch(3, 'split', 'x'.repeat(100 * 1024)), ...batch(1, 'huge', 'x'.repeat(300 * 1024)), ...batch(1, 'tail')]
+      const results = await publisher.publishBatch(messages)
+      expect(results.map((r) => r.ok)).toEqual([true, true, true, false, true])
+      expect(results[3]).toMatchObject({ error_kind: 'rejected' })
+      expect(results[3]!.error).toContain('MessageSizeExceeded')
+      const sent = sentSince(transfers, before)
+      expect(sent.transfers).toEqual([2, 1, 1])
+      expect(sent.messages.map((m) => m.messageId)).toEqual(['evt_split_0', 'evt_split_1', 'evt_split_2', 'evt_tail_0'])
+    })
+
+    it('fails every message of a batch the service refuses, of a missing entity, and of an aborted deadline', async () => {
+      const publisher = await publisherFor('orders')
+      sb.rejectNext({ condition: 'com.microsoft:server-busy', description: 'The server is busy. Please try again later.' })
+      expect((await publisher.publishBatch(batch(3, 'busy'))).map((r) => r.error_kind)).toEqual(['throttled', 'throttled', 'throttled'])
+      const missing = await publisherFor('missing')
+      expect((await missing.publishBatch(batch(2, 'missing'))).map((r) => r.error_kind)).toEqual(['not_found', 'not_found'])
+      const aborted = await publisher.publishBatch(batch(2, 'abort'), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(aborted.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+    })
+  })
+
   describe('private networks', () => {
     const emulatorString = (endpoint: string) => `Endpoint=${endpoint};SharedAccessKeyName=${keyName};SharedAccessKey=${key};UseDevelopmentEmulator=true`
     const guardedPublisher = (connectionString: string) => publisherFor('orders', connectionString, { allowPrivateNetworks: false })

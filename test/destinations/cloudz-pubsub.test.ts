@@ -167,6 +167,51 @@ describe('cloudz_pubsub destination', () => {
     })
   })
 
+  describe('batches (several messages per Publish call)', () => {
+    const batch = (count: number, tag: string) => Array.from({ length: count }, (_, i) => message({ id: `evt_${tag}_${i}`, data: { tag, i } }))
+
+    it('publishes a batch in one call, in order, each message as a single publish sends it', async () => {
+      const publisher = await publisherFor('orders')
+      const before = pubsub.messages.length
+      const messages = batch(5, 'five')
+      const results = await publisher.publishBatch(messages)
+      expect(results.every((r) => r.ok && /^\d+$/.test(JSON.parse(r.response_body!).message_id))).toBe(true)
+      const sent = pubsub.messages.slice(before)
+      expect(sent.map((m) => [m.batchSize, JSON.parse(m.data).i])).toEqual([0, 1, 2, 3, 4].map((i) => [5, i]))
+      expect(sent[2]).toMatchObject({ topic: fullTopic('orders'), orderingKey: '', attributes: messages[2]!.metadata })
+    })
+
+    it('splits at 1,000 messages per call, the calls one after the other', async () => {
+      const publisher = await publisherFor('audit')
+      const before = pubsub.messages.length
+      expect((await publisher.publishBatch(batch(1001, 'many'))).every((r) => r.ok)).toBe(true)
+      const sent = pubsub.messages.slice(before)
+      expect([sent.length, sent[0]!.batchSize, sent[1000]!.batchSize]).toEqual([1001, 1000, 1])
+      expect(sent.every((m, i) => JSON.parse(m.data).i === i)).toBe(true)
+    })
+
+    it('on an ordered destination, does not send the calls after a failed one', async () => {
+      const publisher = await publisherFor('audit')
+      const before = pubsub.messages.length
+      pubsub.failNext(grpc.status.UNAVAILABLE, 'injected outage')
+      const results = await publisher.publishBatch(batch(1001, 'ordered').map((m) => ({ ...m, ordering_key: '' })))
+      expect(results[0]!.error).toContain('injected outage')
+      expect(results[1000]!.error).toContain('not sent')
+      expect(pubsub.messages.length).toBe(before)
+    })
+
+    it('fails every message of a refused call with its kind: RESOURCE_EXHAUSTED, NOT_FOUND, an aborted deadline', async () => {
+      const publisher = await publisherFor('orders')
+      pubsub.failNext(grpc.status.RESOURCE_EXHAUSTED, 'injected quota')
+      const results = await publisher.publishBatch(batch(3, 'quota'))
+      expect(results.map((r) => r.error_kind)).toEqual(['throttled', 'throttled', 'throttled'])
+      expect(results[0]!.error).toContain('injected quota')
+      expect((await (await publisherFor('missing-topic')).publishBatch(batch(2, 'nf'))).map((r) => r.error_kind)).toEqual(['not_found', 'not_found'])
+      const aborted = await publisher.publishBatch(batch(2, 'abort'), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(aborted.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+    })
+  })
+
   describe('private networks', () => {
     const guarded = { ...testContext, allowPrivateNetworks: false }
     const guardedPublisher = (endpoint: string, credentials?: Record<string, unknown>) =>

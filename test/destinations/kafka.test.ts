@@ -180,6 +180,52 @@ describe('kafka destination', () => {
     })
   })
 
+  describe('batches (one send of several messages)', () => {
+    const batch = (count: number, extra: Record<string, unknown> = {}) => Array.from({ length: count }, (_, i) => message({ data: { i, ...extra } }))
+    const produces = () => broker.requests.filter((r) => r === 'Produce').length
+
+    it('produces a batch in one Produce request, each message as a single publish makes it, in order on its partition', async () => {
+      const publisher = await publishers.open({ topic: 'audit' })
+      const before = produces()
+      const messages = batch(5)
+      const results = await publisher.publishBatch(messages)
+      expect(results.every((r) => r.ok)).toBe(true)
+      expect(produces() - before).toBe(1)
+      const records = messages.map((m) => recordsOf(m.id))
+      expect(records.every((r) => r.length === 1)).toBe(true)
+      const logged = records.map((r) => r[0]!)
+      expect(logged.map((r) => r.offset)).toEqual(logged.map((_, i) => logged[0]!.offset + i))
+      expect(logged[2]).toMatchObject({ topic: 'audit', key: messages[2]!.id, headers: messages[2]!.metadata, timestamp: messages[2]!.time.getTime(), acks: -1 })
+      expect(JSON.parse(logged[2]!.value!)).toEqual(messages[2]!.data)
+      expect(JSON.parse(results[2]!.response_body!)).toEqual({ topic: 'audit', partition: logged[2]!.partition, offset: String(logged[2]!.offset), key: messages[2]!.id })
+    })
+
+    it('splits at 1,000 messages per send; a message whose key template fails fails alone', async () => {
+      const publisher = await publishers.open({ topic: 'audit' })
+      const before = produces()
+      expect((await publisher.publishBatch(batch(1001))).every((r) => r.ok)).toBe(true)
+      expect(produces() - before).toBe(2)
+      const keyed = await publishers.open({ topic: 'audit', key_template: 'data.customer' })
+      const messages = batch(3).map((m, i) => (i === 1 ? m : { ...m, data: { customer: `cus_${i}` } }))
+      expect((await keyed.publishBatch(messages)).map((r) => [r.ok, r.error_kind])).toEqual([
+        [true, undefined],
+        [false, 'configuration'],
+        [true, undefined],
+      ])
+      expect(recordsOf(messages[1]!.id)).toEqual([])
+    })
+
+    it('fails every message of a send the broker refuses, and of an aborted deadline', async () => {
+      const publisher = await publishers.open({ topic: 'audit' })
+      broker.failProduce('audit', errorCodes.MESSAGE_TOO_LARGE, 1)
+      const messages = batch(3)
+      expect((await publisher.publishBatch(messages)).map((r) => r.error_kind)).toEqual(['rejected', 'rejected', 'rejected'])
+      expect(messages.flatMap((m) => recordsOf(m.id))).toEqual([])
+      const aborted = await publisher.publishBatch(batch(2), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(aborted.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+    })
+  })
+
   describe('failures', () => {
     it('rides out a leader election: LEADER_NOT_AVAILABLE is retried within the attempt, and the message is written once', async () => {
       const publisher = await publishers.open({ topic: 'flaky' })

@@ -188,6 +188,35 @@ describe.runIf(natsAvailable)('nats_jetstream destination (the real nats-server 
     expect(result).toMatchObject({ ok: false, error_kind: 'rejected' })
   })
 
+  describe('batches (publish all, then each acknowledgement)', () => {
+    const batch = (count: number) => Array.from({ length: count }, (_, i) => message({ data: { i } }))
+
+    it('stores every message once, as single publishes would; an ordered batch in order', async () => {
+      const { stream: name, prefix } = await stream()
+      const publisher = await publishers.open({ subject: `${prefix}.orders` })
+      const messages = batch(5)
+      const results = await publisher.publishBatch(messages)
+      expect(results.every((r) => r.ok)).toBe(true)
+      const stored = await readStream(nc, name)
+      expect(stored.map((m) => m.headers!.get('Nats-Msg-Id')).sort()).toEqual(messages.map((m) => m.id).sort())
+      expect(results.map((r) => JSON.parse(r.response_body!).seq).sort()).toEqual([1, 2, 3, 4, 5])
+      const ordered = batch(4).map((m) => ({ ...m, ordering_key: '' }))
+      expect((await publisher.publishBatch(ordered)).every((r) => r.ok)).toBe(true)
+      expect((await readStream(nc, name)).slice(5).map((m) => m.headers!.get('Nats-Msg-Id'))).toEqual(ordered.map((m) => m.id))
+    })
+
+    it('gives each message the stream refuses its own result; an ordered batch stops at it; an aborted batch times out', async () => {
+      const { prefix } = await stream({ max_msgs: 2, discard: DiscardPolicy.New })
+      const publisher = await publishers.open({ subject: `${prefix}.orders` })
+      expect((await publisher.publishBatch(batch(3))).filter((r) => r.ok)).toHaveLength(2)
+      const ordered = await publisher.publishBatch(batch(2).map((m) => ({ ...m, ordering_key: '' })))
+      expect(ordered.map((r) => r.error_kind)).toEqual(['rejected', 'rejected'])
+      expect(ordered[1]!.error).toContain('not sent')
+      const aborted = await publisher.publishBatch(batch(2), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(aborted.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+    })
+  })
+
   it('reuses one connection across publishes, reconnects after it is cut, and closes it on close()', async () => {
     const { stream: name, prefix } = await stream()
     const proxy = await startTcpProxy(server.hostname, Number(server.port || 4222))

@@ -125,6 +125,39 @@ describe.runIf(redisAvailable)('redis_streams destination (the real Redis)', () 
     expect(result.error).toContain('WRONGTYPE')
   })
 
+  describe('batches (one pipeline of the append script)', () => {
+    const batch = (count: number, extra: Record<string, unknown> = {}) => Array.from({ length: count }, (_, i) => message({ data: { i, ...extra } }))
+
+    it('adds every entry once, in order, as single publishes would; an event twice in a batch is added once', async () => {
+      const stream = key('batch')
+      const publisher = await publishers.open({ stream_key: stream })
+      const messages = batch(4)
+      const results = await publisher.publishBatch([...messages, messages[1]!])
+      expect(results.every((r) => r.ok)).toBe(true)
+      const added = await entries(redis, stream)
+      expect(added.map((e) => e.fields.id)).toEqual(messages.map((m) => m.id))
+      expect(JSON.parse(results[2]!.response_body!)).toEqual({ stream, entry_id: added[2]!.id, duplicate: false })
+      expect(JSON.parse(results[4]!.response_body!)).toEqual({ stream, entry_id: added[1]!.id, duplicate: true })
+      expect(added[3]!.fields).toEqual({ id: messages[3]!.id, topic: messages[3]!.topic, data: JSON.stringify(messages[3]!.data), metadata: JSON.stringify(messages[3]!.metadata) })
+    })
+
+    it('fails only the entry Redis refuses, or whose stream key template fails; times out an aborted batch', async () => {
+      await redis.set(key('mixed:taken'), 'a string')
+      const publisher = await publishers.open({ stream_key: key('mixed'), stream_key_template: 'data.to' })
+      const messages = [message({ data: { to: 'free' } }), message({ data: { to: 'taken' } }), message({ data: {} }), message({ data: { to: 'free' } })]
+      const results = await publisher.publishBatch(messages)
+      expect(results.map((r) => [r.ok, r.error_kind])).toEqual([
+        [true, undefined],
+        [false, 'rejected'],
+        [false, 'configuration'],
+        [true, undefined],
+      ])
+      expect((await entries(redis, key('mixed:free'))).map((e) => e.fields.id)).toEqual([messages[0]!.id, messages[3]!.id])
+      const aborted = await publisher.publishBatch(batch(2, { to: 'free' }), { signal: AbortSignal.abort(new Error('deadline passed')) })
+      expect(aborted.map((r) => r.error_kind)).toEqual(['timeout', 'timeout'])
+    })
+  })
+
   it('reports a database number the server does not have as not_found', async () => {
     const result = await publishers.deliver({ url: `${redisUrl}/9999`, stream_key: key('x') }, message())
     expect(result).toMatchObject({ ok: false, error_kind: 'not_found' })

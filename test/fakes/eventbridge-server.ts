@@ -45,6 +45,8 @@ export interface FakeEventBridge {
   /** `http://127.0.0.1:<port>`: the destination's `endpoint`. */
   endpoint: string
   events: RecordedEvent[]
+  /** The number of entries of each PutEvents call that passed authentication, in order. */
+  calls: number[]
   connections: { opened: number; closed: number }
   /** Fail the entry of the next PutEvents (the call itself answers 200). */
   failNextEntry(failure: FailedEntry): void
@@ -57,7 +59,7 @@ export interface FakeEventBridge {
 
 const amzJson = 'application/x-amz-json-1.1'
 const busArn = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/(.+)$/
-/** EventBridge's limit on one entry. */
+/** EventBridge's limit on the entries of one request. */
 const maxEntryBytes = 256 * 1024
 
 interface PutEventsEntry {
@@ -100,6 +102,7 @@ export async function startFakeEventBridge(options: FakeEventBridgeOptions): Pro
   const events: RecordedEvent[] = []
   const connections = { opened: 0, closed: 0 }
   const entryFailures: FailedEntry[] = []
+  const calls: number[] = []
   const errors: InjectedEventBridgeError[] = []
   let stalls = 0
   const socketIndex = new WeakMap<object, number>()
@@ -131,13 +134,15 @@ export async function startFakeEventBridge(options: FakeEventBridgeOptions): Pro
       return sendError(res, { status: 400, type: 'UnknownOperationException', message: 'only PutEvents is faked' })
     }
     const { Entries = [] } = JSON.parse(raw.toString('utf8')) as { Entries?: PutEventsEntry[] }
+    calls.push(Entries.length)
     if (Entries.length < 1 || Entries.length > 10) return sendError(res, { status: 400, type: 'ValidationException', message: 'Entries must have 1 to 10 members.' })
+    // The limit is on the request: all its entries together.
+    const total = Entries.reduce((n, e) => n + Buffer.byteLength(e.Detail ?? '') + Buffer.byteLength(e.DetailType ?? '') + Buffer.byteLength(e.Source ?? ''), 0)
+    if (total > maxEntryBytes) return sendError(res, { status: 400, type: 'ValidationException', message: 'Total size of the entries in the request is over the limit.' })
     const results: Record<string, string>[] = []
     for (const entry of Entries) {
       const bus = entry.EventBusName ?? 'default'
       const name = busArn.exec(bus)?.[1] ?? bus
-      const size = Buffer.byteLength(entry.Detail ?? '') + Buffer.byteLength(entry.DetailType ?? '') + Buffer.byteLength(entry.Source ?? '')
-      if (size > maxEntryBytes) return sendError(res, { status: 400, type: 'ValidationException', message: 'Total size of the entries in the request is over the limit.' })
       // Each entry names its own bus, so a missing one fails that entry, not the call.
       const missing = options.buses.includes(name) ? null : { code: 'ResourceNotFoundException', message: `Event bus ${name} does not exist.` }
       const failure = entryFailures.shift() ?? missing ?? entryProblem(entry)
@@ -169,6 +174,7 @@ export async function startFakeEventBridge(options: FakeEventBridgeOptions): Pro
   return {
     endpoint: `http://127.0.0.1:${port}`,
     events,
+    calls,
     connections,
     failNextEntry: (failure) => void entryFailures.push(failure),
     failNext: (error) => void errors.push(error),

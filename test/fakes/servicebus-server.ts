@@ -36,12 +36,19 @@ export interface FakeServiceBus {
   /** The emulator connection string the real SDK needs to reach this fake over plain AMQP. */
   connectionString(overrides?: { keyName?: string; key?: string }): string
   messages: RecordedServiceBusMessage[]
+  /** The number of messages each accepted transfer to an entity carried, in order (1 for a single message, n for a batch). */
+  batches: number[]
   tokens: RecordedPutToken[]
   connections: { opened: number; closed: number }
   /** Reject the next delivered message with this AMQP error (e.g. `com.microsoft:server-busy`). */
   rejectNext(error: AmqpError): void
   close(): Promise<void>
 }
+
+/** The AMQP message format of a Service Bus batch. */
+const batchFormat = 0x80013700
+/** What a Standard-tier entity link takes: 256 KiB. */
+const maxMessageBytes = 256 * 1024
 
 /** Check a `SharedAccessSignature sr=…&sig=…&se=…&skn=…` token against the expected key, as Service Bus does. */
 function verifySasToken(token: unknown, keyName: string, key: string): { ok: true; audience: string } | { ok: false; reason: string } {
@@ -83,6 +90,7 @@ export async function startFakeServiceBus(options: FakeServiceBusOptions): Promi
   const tokens: RecordedPutToken[] = []
   const connections = { opened: 0, closed: 0 }
   const rejections: AmqpError[] = []
+  const batches: number[] = []
   const connectionIndex = new WeakMap<Connection, number>()
   let amqpConnections = 0
   const open = new Set<Connection>()
@@ -118,20 +126,31 @@ export async function startFakeServiceBus(options: FakeServiceBusOptions): Promi
     const message = context.message!
     const address = receiver.target?.address ?? ''
     if (address === '$cbs') return answerPutToken(context, message)
-    const rejection = rejections.shift()
+    const size = Buffer.isBuffer(context.message) ? context.message.length : rhea.message.encode(message).length
+    const rejection =
+      size > maxMessageBytes
+        ? { condition: 'amqp:link:message-size-exceeded', description: `The received message (size: ${size} bytes) exceeds the limit (${maxMessageBytes} bytes) currently allowed on the link.` }
+        : rejections.shift()
     if (rejection) {
       context.delivery!.reject(rejection)
       return
     }
-    messages.push({
-      entity: address,
-      body: decodeBody(message.body),
-      messageId: message.message_id === undefined ? undefined : String(message.message_id),
-      subject: message.subject,
-      contentType: message.content_type,
-      applicationProperties: { ...(message.application_properties ?? {}) },
-      connection: connectionIndex.get(context.connection) ?? -1,
-    })
+    // A batch (message format 0x80013700) reaches rhea undecoded: an envelope whose data sections are the messages.
+    const batch = (context as { format?: number }).format === batchFormat
+    const body = batch ? (rhea.message.decode(context.message as unknown as Buffer).body as { content: Buffer | Buffer[] }) : undefined
+    const carried = body ? (Array.isArray(body.content) ? body.content : [body.content]).map((section) => rhea.message.decode(section)) : [message]
+    batches.push(carried.length)
+    for (const one of carried) {
+      messages.push({
+        entity: address,
+        body: decodeBody(one.body),
+        messageId: one.message_id === undefined ? undefined : String(one.message_id),
+        subject: one.subject,
+        contentType: one.content_type,
+        applicationProperties: { ...(one.application_properties ?? {}) },
+        connection: connectionIndex.get(context.connection) ?? -1,
+      })
+    }
     context.delivery!.accept()
   })
 
@@ -153,7 +172,8 @@ export async function startFakeServiceBus(options: FakeServiceBusOptions): Promi
     })
   }
 
-  const server = container.listen({ port: 0, host: '127.0.0.1' }) as Server
+  // Entity links take what a Standard-tier namespace takes: the SDK sizes its message batches by it.
+  const server = container.listen({ port: 0, host: '127.0.0.1', receiver_options: { max_message_size: maxMessageBytes } }) as Server
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve)
     server.once('error', reject)
@@ -176,6 +196,7 @@ export async function startFakeServiceBus(options: FakeServiceBusOptions): Promi
     connectionString: (overrides = {}) =>
       `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=${overrides.keyName ?? options.keyName};SharedAccessKey=${overrides.key ?? options.key};UseDevelopmentEmulator=true`,
     messages,
+    batches,
     tokens,
     connections,
     rejectNext: (error) => void rejections.push(error),

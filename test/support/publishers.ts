@@ -45,6 +45,8 @@ export function messageBuilder(defaults: MessageDefaults = {}): (overrides?: Par
 /** A publisher under test: `publish` gets a generous deadline unless the test gives its own signal. */
 export interface TestPublisher {
   publish(message: DeliveryMessage, options?: { signal?: AbortSignal }): Promise<AttemptResult>
+  /** The type's `publishBatch` (a test of a type without one fails); the same generous deadline unless given. */
+  publishBatch(messages: DeliveryMessage[], options?: { signal?: AbortSignal }): Promise<AttemptResult[]>
   close(): Promise<void>
 }
 
@@ -93,6 +95,10 @@ export function publishersFor(definition: DestinationTypeDefinition, defaults: D
     const publisher = await definition.createPublisher(destination(config, options), { ...testContext, ...options.context })
     const tested: TestPublisher = {
       publish: (message, { signal } = {}) => publisher.publish(message, { signal: signal ?? AbortSignal.timeout(testDeadlineMs) }),
+      publishBatch: (messages, { signal } = {}) => {
+        if (!publisher.publishBatch) throw new Error(`${definition.type} publishers have no publishBatch`)
+        return publisher.publishBatch(messages, { signal: signal ?? AbortSignal.timeout(testDeadlineMs) })
+      },
       close: () => publisher.close(),
     }
     open.push(tested)
