@@ -67,7 +67,7 @@ export class DestinationCache {
     if (cached) void cached.publisher.then((p) => p.close()).catch(() => undefined)
     const { options } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
-      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination) },
+      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination), batch: destination.batch ?? null },
       { allowPrivateNetworks: options.allowPrivateNetworks || this.#isOperatorSink(destination), userAgent, relayUrl: options.relayUrl, signers: this.#ctx.signers, ...(options.delivery.proxy ? { proxy: options.delivery.proxy } : {}) },
     )
     this.#publishers.set(k, { publisher, version })
