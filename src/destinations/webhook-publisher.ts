@@ -56,6 +56,18 @@ function lowerCaseKeys(headers: Record<string, string> | undefined): Record<stri
   return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
 }
 
+/** A request's headers before its signatures: custom headers, metadata, trace context, then Outflow's own. */
+function unsignedHeaders(customHeaders: Record<string, string>, request: SignedPost, userAgent: string, timestamp: number): Record<string, string> {
+  const headers: Record<string, string> = { ...customHeaders }
+  addMetadataHeaders(headers, request.metadata)
+  if (request.traceHeaders) Object.assign(headers, request.traceHeaders)
+  headers['content-type'] = request.contentType
+  headers['user-agent'] = userAgent
+  headers['webhook-id'] = request.id
+  headers['webhook-timestamp'] = String(timestamp)
+  return headers
+}
+
 /**
  * The webhook publisher: a POST per event (`publish`), or one POST per batch (`publishBatch`, the destination's
  * `batch` policy: see webhook-batch.ts), each signed with Standard Webhooks signatures over its whole body.
@@ -84,13 +96,7 @@ export async function createWebhookPublisher(destination: PublisherDestination, 
     const { body, id } = request
     const timestamp = Math.floor(Date.now() / 1000)
     // Outflow's own headers come last so nothing else can replace the signature or framing.
-    const headers: Record<string, string> = { ...customHeaders }
-    addMetadataHeaders(headers, request.metadata)
-    if (request.traceHeaders) Object.assign(headers, request.traceHeaders)
-    headers['content-type'] = request.contentType
-    headers['user-agent'] = context.userAgent
-    headers['webhook-id'] = id
-    headers['webhook-timestamp'] = String(timestamp)
+    const headers = unsignedHeaders(customHeaders, request, context.userAgent, timestamp)
     // One signature per active key, space-separated: v1 (HMAC) first, then v1a (Ed25519), as Standard Webhooks lists them.
     let signature = scheme !== 'ed25519' ? webhookSignatureHeader(secrets.map(keyOf), id, timestamp, body) : ''
     for (const key of signatures) signature += `${signature ? ' ' : ''}${signWebhookEd25519(key.privateKey, id, timestamp, body)}`
@@ -114,10 +120,8 @@ export async function createWebhookPublisher(destination: PublisherDestination, 
   }
   const format = destination.batch?.format ?? 'cloudevents'
   return {
-    publish(message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> {
-      const request = { body: jsonBody(message), id: message.id, topic: message.topic, contentType: 'application/json', metadata: message.metadata, traceHeaders: message.trace_headers }
-      return post(request, signal)
-    },
+    publish: (message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> =>
+      post({ body: jsonBody(message), id: message.id, topic: message.topic, contentType: 'application/json', metadata: message.metadata, traceHeaders: message.trace_headers }, signal),
     // All or nothing: one answer for the whole body, so every message gets the same result.
     async publishBatch(messages: DeliveryMessage[], { signal }: PublishOptions): Promise<AttemptResult[]> {
       const result = await post(batchRequest(messages, format, destination.tenant_id), signal)
