@@ -24,16 +24,13 @@ const formatSchema = v.picklist(['cloudevents', 'json'], 'must be "cloudevents" 
 export const BatchPolicySchema = v.pipe(
   v.strictObject(
     {
-      // Optional here only so a missing one is reported as `required` on its own path (the check below).
-      max_events: v.optional(integer(1, maxBatchEvents)),
+      max_events: integer(1, maxBatchEvents),
       max_bytes: v.optional(integer(1024, maxBatchBytes)),
       max_wait_ms: v.optional(integer(0, maxBatchWaitMs)),
       format: v.optional(formatSchema),
     },
     'unexpected field',
   ),
-  v.forward(v.check((policy) => policy.max_events !== undefined, 'required'), ['max_events']),
-  v.transform((policy) => policy as typeof policy & { max_events: number }),
   v.description(
     `Batched delivery: up to \`max_events\` (1–${maxBatchEvents}) events and \`max_bytes\` (default 1 MiB) per request, a delivery waiting at most \`max_wait_ms\` (default 1000) for its batch to fill. Webhooks: one POST whose body is a CloudEvents batch (\`format: "cloudevents"\`, the default, \`application/cloudevents-batch+json\`) or a JSON array of events (\`"json"\`), signed as one body, acknowledged all or nothing. Queue types use their batch APIs; entries a queue refuses are retried alone. The attempt log stays per event.`,
   ),
@@ -44,14 +41,17 @@ export type BatchPolicy = v.InferOutput<typeof BatchPolicySchema>
  * A PATCH of a destination's `batch`: merge-patched into the current policy (a field's null removes it), and the
  * result checked as a whole against BatchPolicySchema.
  */
-export const BatchPolicyPatchSchema = v.strictObject(
-  {
-    max_events: v.optional(v.nullable(integer(1, maxBatchEvents))),
-    max_bytes: v.optional(v.nullable(integer(1024, maxBatchBytes))),
-    max_wait_ms: v.optional(v.nullable(integer(0, maxBatchWaitMs))),
-    format: v.optional(v.nullable(formatSchema)),
-  },
-  'unexpected field',
+export const BatchPolicyPatchSchema = v.pipe(
+  v.strictObject(
+    {
+      max_events: v.optional(v.nullable(integer(1, maxBatchEvents))),
+      max_bytes: v.optional(v.nullable(integer(1024, maxBatchBytes))),
+      max_wait_ms: v.optional(v.nullable(integer(0, maxBatchWaitMs))),
+      format: v.optional(v.nullable(formatSchema)),
+    },
+    'unexpected field',
+  ),
+  v.description('Merge-patched into the destination\'s batch policy (a field set to null goes back to its default; max_events cannot be removed), then checked whole. `"batch": null` removes the policy.'),
 )
 
 /** `max_bytes` when a policy leaves it out: 1 MiB. */
