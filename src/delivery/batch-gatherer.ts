@@ -28,8 +28,9 @@ function dataBytes(d: QueuedDelivery): number {
 /**
  * Deliveries of destinations with a `batch` policy, gathered per tenant and destination (live and replayed apart, so
  * replays batch among themselves and keep their lower priority) until a batch has `max_events` events, would pass
- * `max_bytes` of data with the next one, or its first delivery has waited `max_wait_ms`: then it is handed on whole.
- * An event larger than `max_bytes` goes in a batch of its own.
+ * `max_bytes` of data with the next one, or its first delivery has waited `max_wait_ms` (replayed ones: until the
+ * end of the turn in which they were admitted): then it is handed on whole. An event larger than `max_bytes` goes
+ * in a batch of its own.
  *
  * @example
  * void gatherer.add(delivery, destination.batch) // resolves when the attempt of its batch ended
@@ -70,7 +71,9 @@ export class BatchGatherer {
     let settle!: () => void
     const done = new Promise<void>((resolve) => (settle = resolve))
     const gathering: Gathering = { deliveries: [], bytes: 0, maxEvents: policy.max_events, replay, done, settle }
-    gathering.timer = setTimeout(() => this.#flush(k, gathering), policy.max_wait_ms ?? defaultBatchWaitMs)
+    // Replayed deliveries are admitted at a pace of their own (replay-admission.ts): a batch of them takes those
+    // admitted together and waits for no more, or each would hold its admission slot for max_wait_ms.
+    gathering.timer = setTimeout(() => this.#flush(k, gathering), replay ? 0 : (policy.max_wait_ms ?? defaultBatchWaitMs))
     gathering.timer.unref()
     this.#gathering.set(k, gathering)
     return gathering
