@@ -70,10 +70,19 @@ for (const kind of engineKinds()) {
       await waitFor(() => on('/json').flatMap(events).length >= 25, 10_000, 'every event')
       const requests = on('/json')
       expect(requests.map((r) => r.headers['content-type'])).toEqual(['application/json', 'application/json', 'application/json'])
-      expect(requests.map((r) => events(r).length)).toEqual([10, 10, 5])
+      expect(requests.map((r) => events(r).length).sort((a, b) => b - a)).toEqual([10, 10, 5])
       expect(requests.flatMap(events).map((e) => e.id).sort()).toEqual([...ids].sort())
       expect(Object.keys(events(requests[0]!)[0]!)).toEqual(['id', 'topic', 'time', 'metadata', 'data'])
       expect(events(requests[0]!)[0]).toMatchObject({ topic: 'json', metadata: { 'event-id': expect.any(String), topic: 'json' } })
+    })
+
+    it('splits by max_bytes of event data: an event that would pass it starts the next batch', async () => {
+      await hook('/bytes', 'bytes', { max_events: 10, max_bytes: 1024, max_wait_ms: 50 })
+      // About 420 bytes each: two fit in 1,024, a third would not.
+      await publish('bytes', 5, (i) => ({ n: i, pad: 'x'.repeat(400) }))
+      await waitFor(() => on('/bytes').flatMap(events).length >= 5, 10_000, 'every event')
+      // Batches may be sent side by side (perDestinationConcurrency), so in any order.
+      expect(on('/bytes').map((r) => events(r).map((e) => e.data.n)).sort((a, b) => a[0]! - b[0]!)).toEqual([[0, 1], [2, 3], [4]])
     })
 
     it('fails the whole batch on a 500 and retries it; each event logs its failed and its successful attempt', async () => {
@@ -120,7 +129,10 @@ for (const kind of engineKinds()) {
       const { id } = await hook('/replay', 'replay', { max_events: 10, max_wait_ms: 50 })
       const ids = await publish('replay', 3)
       await waitFor(() => on('/replay').flatMap(events).length >= 3, 10_000, 'the first delivery')
+      // The replay selects deliveries whose success is written.
+      for (const eventId of ids) await waitFor(async () => (await outflow.listDeliveries(T, eventId).catch(() => [])).length > 0, 10_000, 'the attempt written')
       const job = await outflow.replayDestination(T, id, { since: new Date(Date.now() - 60_000).toISOString(), status: 'success' })
+      expect(job.matched).toBe(3)
       await waitFor(async () => (await outflow.getReplay(T, id, job.id)).status === 'completed', 10_000, 'the replay')
       // Right after live traffic the replay is admitted a delivery at a time (replay-admission.ts): batches of one.
       const replayed = on('/replay').slice(1)
