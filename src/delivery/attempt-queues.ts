@@ -51,15 +51,16 @@ export class AttemptQueues {
 
   /** Queue a delivery's attempt (gathered into a batch when its destination batches); resolves when it ended. */
   add(d: QueuedDelivery): Promise<void> {
-    const read = this.#destinations.read(d.tenant_id, d.destination_id)
-    // Not read yet (or read over a second ago): whether it batches is known once it is.
+    // One map lookup on the hot path: the record as last read (a change on this instance evicts it at once).
+    const read = this.#destinations.lastRead(d.tenant_id, d.destination_id)
+    // Never read (or just changed): whether it batches is known once it is.
     if (read === undefined) return this.#destinations.get(d.tenant_id, d.destination_id).then(() => this.#route(d), () => this.#addOne(d))
     const batch = read.record?.batch
     return batch ? this.#gatherer.add(d, batch) : this.#addOne(d)
   }
 
   #route(d: QueuedDelivery): Promise<void> {
-    const batch = this.#destinations.read(d.tenant_id, d.destination_id)?.record?.batch
+    const batch = this.#destinations.lastRead(d.tenant_id, d.destination_id)?.record?.batch
     return batch ? this.#gatherer.add(d, batch) : this.#addOne(d)
   }
 

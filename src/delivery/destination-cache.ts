@@ -58,6 +58,14 @@ export class DestinationCache {
     return cached && Date.now() - cached.at < destinationCacheMs ? cached.read : undefined
   }
 
+  /**
+   * The destination's record as last read, however long ago (null: gone), without waiting; undefined when it was
+   * never read or was evicted. For what may lag a second behind another instance's change (whether it batches).
+   */
+  lastRead(tenantId: string, destinationId: string): { record: DestinationRecord | null } | undefined {
+    return this.#records.get(key(tenantId, destinationId))?.read
+  }
+
   /** The cached publisher of a destination, replaced when the destination was updated. */
   publisher(destination: DestinationRecord): Promise<Publisher> {
     const k = key(destination.tenant_id, destination.id)
