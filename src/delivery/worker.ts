@@ -172,11 +172,14 @@ export class DeliveryWorker {
     return attempt
   }
 
-  /** A gathered batch's turn for a global slot came: its deliveries dropped meanwhile leave, the others are attempted together. */
+  /**
+   * A gathered batch's turn for a global slot came: its deliveries dropped meanwhile leave, the others are attempted
+   * together. (Their wait is not reported to the replay admission: it includes the batch's chosen max_wait_ms, not
+   * the load that admission backs off from.)
+   */
   #startBatch(ds: QueuedDelivery[]): Promise<void> {
     const sending: QueuedDelivery[] = []
     for (const d of ds) {
-      if (!d.replay && d.due_at === undefined && d.attempt_count === 0) this.#admission.liveStarted(Date.now() - d.event.created_at.getTime())
       if (this.#dropped.has(d.id)) this.#release([d.id])
       else sending.push(d)
     }
