@@ -54,6 +54,7 @@ const plan: Job[] = ([
     const pg: Need[] = db === 'postgres' ? ['postgres'] : []
     return [
       { group: 'delivery', db, file: 'outflow/delivery.ts', needs: ['engine', ...pg] },
+      { group: 'batch', db, file: 'outflow/batch.ts', needs: ['engine', ...pg] },
       { group: 'drain', db, file: 'outflow/drain.ts', needs: ['engine', ...pg] },
       { group: 'growth', db, file: 'outflow/growth.ts', needs: ['engine', ...pg] },
       { group: 'streams', db, file: 'outflow/streams.ts', needs: ['engine', 'nats', 'redis', ...pg] },
@@ -76,7 +77,7 @@ const plan: Job[] = ([
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'drain', 'growth', 'streams', 'kafka-eventbridge', 'bare-insert', 'publish', 'catalog', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'batch', 'drain', 'growth', 'streams', 'kafka-eventbridge', 'bare-insert', 'publish', 'catalog', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
 }
 
 const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir] [--compare REV [--rounds N]]`

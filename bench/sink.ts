@@ -79,6 +79,19 @@ function record(state: SinkState, id: string | undefined, body: string, at: numb
   }
 }
 
+/** A batch delivery's events (a JSON array of objects with `id`), each recorded as a delivery; one request. */
+function recordBatch(state: SinkState, body: string, key: (eventId: string | undefined) => string | undefined, at: number): void {
+  let events: { id?: unknown }[] = []
+  try {
+    events = JSON.parse(body) as { id?: unknown }[]
+  } catch {
+    // Counted as a request without ids below.
+  }
+  if (!Array.isArray(events) || events.length === 0) return record(state, undefined, body, at)
+  for (const event of events) record(state, key(typeof event.id === 'string' ? event.id : undefined), '', at)
+  state.requests -= events.length - 1
+}
+
 /** The `t` field of a small JSON body, without parsing bodies that cannot have one. */
 function intendedTime(body: string): number | undefined {
   if (body.length === 0 || body.length > 4096 || !body.includes('"t"')) return undefined
@@ -106,7 +119,11 @@ export async function createSink(options: { delayMs?: number } = {}) {
       const header = req.headers['webhook-id']
       const id = Array.isArray(header) ? header[0] : header
       // Fan-out: one event reaches several destinations with the same webhook-id, each at its own path.
-      record(state, id && req.url !== '/' ? `${req.url} ${id}` : id, Buffer.concat(chunks).toString('utf8'), wallNow())
+      const key = (eventId: string | undefined) => (eventId && req.url !== '/' ? `${req.url} ${eventId}` : eventId)
+      const body = Buffer.concat(chunks).toString('utf8')
+      // A batch (docs/delivery.md › Batched delivery): each event of the array counts by its own id.
+      if (id?.startsWith('batch_')) recordBatch(state, body, key, wallNow())
+      else record(state, key(id), body, wallNow())
       if (state.delayMs <= 0) return void res.writeHead(200, { 'content-length': '2' }).end('ok')
       // A slow receiver: the attempt stays in flight for delayMs.
       held.add(res)

@@ -299,12 +299,33 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     }),
   })
 
-  rows.push(...growthRows(outcomes, sizes), ...destinationTypeRows(outcomes, sizes), ...soakRows(outcomes, sizes))
+  rows.push(...batchRows(outcomes, sizes), ...growthRows(outcomes, sizes), ...destinationTypeRows(outcomes, sizes), ...soakRows(outcomes, sizes))
 
   const header = ['metric', 'Outflow SQLite', 'Outflow Postgres', 'anchor', 'ratio', 'target', 'met?']
   const lines = [`| ${header.join(' | ')} |`, `|${header.map((h, i) => (i === 0 || i === 3 ? '---' : ':---:')).join('|')}|`]
   for (const r of rows) lines.push(`| ${[r.metric, r.sqlite, r.postgres, r.anchor, r.ratio, r.target, r.met].join(' | ')} |`)
   return lines.join('\n')
+}
+
+/** Batched delivery to a webhook: batch 1 and batch 100 measured in one process; the ratio is batch 100's rate over batch 1's. */
+function batchRows(outcomes: Outcomes, sizes: Sizes): Row[] {
+  if (!outcomes.has('batch:sqlite') && !outcomes.has('batch:postgres')) return []
+  return ([1, 100] as const).map((size) => ({
+    metric: `batched delivery: deliveries/s · engine CPU µs per delivery, ${int.format(sizes.deliveries)} events → 1 webhook, batch ${size}${size === 1 ? ' (no batch policy)' : ' (max_wait_ms 20, one CloudEvents batch POST)'}, end to end (publishMany ×${sizes.batch})`,
+    sqlite: rateCpuOf(outcomes, 'batch:sqlite', `batch${size}PerSec`, `batch${size}Cpu`),
+    postgres: rateCpuOf(outcomes, 'batch:postgres', `batch${size}PerSec`, `batch${size}Cpu`),
+    anchor: size === 1 ? '—' : 'batch 1 (row above, same run)',
+    ratio:
+      size === 1
+        ? '—'
+        : perDb((db) => {
+            const one = value(outcomes, `batch:${db}`, 'batch1PerSec')
+            const hundred = value(outcomes, `batch:${db}`, 'batch100PerSec')
+            return one && hundred ? `${(hundred / one).toFixed(2)}×` : undefined
+          }),
+    target: '—',
+    met: '—',
+  }))
 }
 
 const growthCaseNames = [

@@ -41,6 +41,8 @@ export interface Destination {
   delivery_metadata?: Record<string, string> | null
   /** Full or thin deliveries; absent: the type's default. */
   payload?: 'full' | 'thin' | { thin_above_bytes: number }
+  /** Batched delivery; absent: one event per request. */
+  batch?: { max_events: number; max_bytes?: number; max_wait_ms?: number; format?: 'cloudevents' | 'json' }
   target?: string
   target_url?: string
 }

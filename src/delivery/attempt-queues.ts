@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import PQueue from 'p-queue'
+import { BatchGatherer } from './batch-gatherer.js'
 import type { DeliveryContext, QueuedDelivery } from './context.js'
 import type { DestinationCache } from './destination-cache.js'
 import { RateLimiter } from './rate-limiter.js'
@@ -11,6 +12,8 @@ const key = (tenantId: string, destinationId: string) => `${tenantId}\u0000${des
 export interface AttemptQueuesHost {
   /** Run the delivery's attempt; it holds a global slot until the promise settles. */
   start(d: QueuedDelivery): Promise<void>
+  /** Run a gathered batch's attempt (one destination with a `batch` policy); it holds one global slot until it settles. */
+  startBatch(deliveries: QueuedDelivery[]): Promise<void>
   /** Dropped while it waited (its tenant or destination deleted): it needs no rate-limit token. */
   dropped(id: string): boolean
   stopping(): boolean
@@ -20,7 +23,8 @@ export interface AttemptQueuesHost {
  * The slots attempts run in: a global limit (`concurrency`) and one per destination
  * (`perDestinationConcurrency`), so a slow destination holds at most its share of the global slots; a
  * rate-limited one waits for its token in its own queue before it takes a global slot. In both queues
- * queued live attempts start before replayed ones.
+ * queued live attempts start before replayed ones. Deliveries of a destination with a `batch` policy are gathered
+ * first (BatchGatherer); a batch then takes one slot of each kind, after one rate-limit token per event.
  *
  * @example
  * void queues.add(delivery) // resolves when its attempt ended
@@ -33,6 +37,7 @@ export class AttemptQueues {
   readonly #global: PQueue
   readonly #perDestination = new Map<string, PQueue>()
   readonly #limiter: RateLimiter
+  readonly #gatherer: BatchGatherer
 
   constructor(ctx: Pick<DeliveryContext, 'storage' | 'options' | 'now'>, destinations: DestinationCache, outage: OutageLog, host: AttemptQueuesHost) {
     this.#ctx = ctx
@@ -41,15 +46,40 @@ export class AttemptQueues {
     this.#host = host
     this.#global = new PQueue({ concurrency: ctx.options.delivery.concurrency })
     this.#limiter = new RateLimiter(ctx.storage, ctx.now)
+    this.#gatherer = new BatchGatherer({ flush: (ds, replay) => this.#addBatch(ds, replay), stopping: host.stopping })
   }
 
-  /** Queue a delivery's attempt; resolves when it ended. */
+  /** Queue a delivery's attempt (gathered into a batch when its destination batches); resolves when it ended. */
   add(d: QueuedDelivery): Promise<void> {
+    // One map lookup on the hot path: the record as last read (a change on this instance evicts it at once).
+    const read = this.#destinations.lastRead(d.tenant_id, d.destination_id)
+    // Never read (or just changed): whether it batches is known once it is.
+    if (read === undefined) return this.#destinations.get(d.tenant_id, d.destination_id).then(() => this.#route(d), () => this.#addOne(d))
+    const batch = read.record?.batch
+    return batch ? this.#gatherer.add(d, batch) : this.#addOne(d)
+  }
+
+  #route(d: QueuedDelivery): Promise<void> {
+    const batch = this.#destinations.lastRead(d.tenant_id, d.destination_id)?.record?.batch
+    return batch ? this.#gatherer.add(d, batch) : this.#addOne(d)
+  }
+
+  #addOne(d: QueuedDelivery): Promise<void> {
     const k = key(d.tenant_id, d.destination_id)
     const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
     const start = () => this.#global.add(() => this.#host.start(d), { priority: d.replay ? -1 : 0 })
     const task = () => (this.#rateLimitFree(d) ? start() : this.#rateLimited(d).then(start))
     return d.replay ? queue.add(task, { priority: -1 }) : queue.add(task)
+  }
+
+  /** A gathered batch: one per-destination slot, a token per event (all taken before it starts), one global slot. */
+  #addBatch(ds: QueuedDelivery[], replay: boolean): Promise<void> {
+    const first = ds[0]!
+    const k = key(first.tenant_id, first.destination_id)
+    const queue = this.#perDestination.get(k) ?? this.#destinationQueue(k)
+    const start = () => this.#global.add(() => this.#host.startBatch(ds), { priority: replay ? -1 : 0 })
+    const task = () => (this.#rateLimitFree(first) ? start() : Promise.all(ds.map((d) => this.#rateLimited(d))).then(start))
+    return replay ? queue.add(task, { priority: -1 }) : queue.add(task)
   }
 
   /** Attempts holding a global slot. */
@@ -59,6 +89,7 @@ export class AttemptQueues {
 
   /** Drop every queued attempt (those running go on). */
   clear(): void {
+    this.#gatherer.clear()
     for (const q of this.#perDestination.values()) q.clear()
     this.#global.clear()
   }

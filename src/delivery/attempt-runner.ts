@@ -6,6 +6,7 @@ import { startDeadline } from '../net/deadline.js'
 import type { DestinationRecord, EventRecord } from '../storage/storage.js'
 import type { AttemptSpan } from '../telemetry.js'
 import { attemptWrite, deliveryMessage } from './attempt.js'
+import { publishBatch } from './batch-publish.js'
 import { logAttempt } from './attempt-log.js'
 import type { DeliveryContext, QueuedDelivery } from './context.js'
 import type { DestinationCache } from './destination-cache.js'
@@ -81,6 +82,74 @@ export class AttemptRunner {
       if (later) this.#host.later(d)
       else if (!recorded) this.#host.release(d.id)
     }
+  }
+
+  /**
+   * A gathered batch of one destination's deliveries: published together (batch-publish.ts), then each delivery's
+   * own result written, reported and retried as a single attempt's would be.
+   */
+  async runBatch(ds: QueuedDelivery[]): Promise<void> {
+    const recorded = new Set<string>()
+    let later = false
+    const { tenant_id: tenantId, destination_id: destinationId } = ds[0]!
+    try {
+      if (this.#host.stopping()) return // not started before close(): the leases are released
+      const read = this.#destinations.read(tenantId, destinationId)
+      const destination = read ? read.record : await this.#destinations.get(tenantId, destinationId)
+      if (!destination || destination.disabled_at) {
+        await this.#ctx.storage.holdDeliveries(ds.map((d) => d.id), !destination, this.#ctx.now())
+        return
+      }
+      const sending = ds.filter((d) => !erased(d.event))
+      if (sending.length === 0) return
+      const entries = await this.#attemptBatch(sending, destination, recorded)
+      const gone = entries.find((entry) => entry.gone)
+      if (gone) await this.#disableGone(gone)
+    } catch (err) {
+      const fields = { tenant_id: tenantId, destination_id: destinationId, count: ds.length }
+      later = recorded.size === 0 && isUnavailable(err) && !this.#host.stopping()
+      if (later) this.#outage.failed(err, 'reading the destination failed', fields)
+      else this.#ctx.options.logger.error({ ...fields, error: errorFields(err) }, 'batch delivery attempt failed unexpectedly')
+    } finally {
+      for (const d of ds) {
+        if (recorded.has(d.id)) continue
+        if (later) this.#host.later(d)
+        else this.#host.release(d.id)
+      }
+    }
+  }
+
+  /** Publish a batch, and hand each delivery's result to be written. */
+  async #attemptBatch(ds: QueuedDelivery[], destination: DestinationRecord, recorded: Set<string>): Promise<RecordedAttempt[]> {
+    const { telemetry } = this.#ctx
+    const at = this.#ctx.now()
+    const spans = ds.map((d) =>
+      telemetry.startAttempt(
+        { tenant_id: d.tenant_id, destination_id: d.destination_id, destination_type: destination.type, event_id: d.event_id, attempt_number: d.attempt_count + 1 },
+        d.trace,
+      ),
+    )
+    const timeoutMs = destination.delivery?.timeout_ms ?? this.#ctx.options.delivery.timeoutMs
+    let outcomes
+    try {
+      const publisher = await this.#destinations.publisher(destination)
+      const messages = ds.map((d, i) => deliveryMessage(d, destination, spans[i]?.headers, this.#ctx.payloadLinks, at))
+      outcomes = await publishBatch(publisher, messages, timeoutMs)
+    } catch (err) {
+      const result = failureBeforeSending(err)
+      outcomes = ds.map(() => ({ result, durationMs: 0 }))
+    }
+    const retry = retryPolicy(this.#ctx.options.delivery.retry, destination.delivery)
+    const block = destination.delivery?.on_exhausted === 'block'
+    return ds.map((d, i) => {
+      const { result, durationMs } = outcomes[i]!
+      const write = attemptWrite(d, destination.type, result, at, durationMs, retry, block)
+      const entry: RecordedAttempt = { write, delivery: d, destination, gone: result.disable === true }
+      this.#host.record(entry)
+      recorded.add(d.id)
+      this.#report(entry, spans[i])
+      return entry
+    })
   }
 
   /** Publish, and hand the result to be written. */

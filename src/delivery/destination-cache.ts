@@ -58,6 +58,14 @@ export class DestinationCache {
     return cached && Date.now() - cached.at < destinationCacheMs ? cached.read : undefined
   }
 
+  /**
+   * The destination's record as last read, however long ago (null: gone), without waiting; undefined when it was
+   * never read or was evicted. For what may lag a second behind another instance's change (whether it batches).
+   */
+  lastRead(tenantId: string, destinationId: string): { record: DestinationRecord | null } | undefined {
+    return this.#records.get(key(tenantId, destinationId))?.read
+  }
+
   /** The cached publisher of a destination, replaced when the destination was updated. */
   publisher(destination: DestinationRecord): Promise<Publisher> {
     const k = key(destination.tenant_id, destination.id)
@@ -67,7 +75,7 @@ export class DestinationCache {
     if (cached) void cached.publisher.then((p) => p.close()).catch(() => undefined)
     const { options } = this.#ctx
     const publisher = destinationType(destination.type).createPublisher(
-      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination) },
+      { id: destination.id, tenant_id: destination.tenant_id, type: destination.type, config: destination.config, credentials: this.#credentials(destination), batch: destination.batch ?? null },
       { allowPrivateNetworks: options.allowPrivateNetworks || this.#isOperatorSink(destination), userAgent, relayUrl: options.relayUrl, signers: this.#ctx.signers, ...(options.delivery.proxy ? { proxy: options.delivery.proxy } : {}) },
     )
     this.#publishers.set(k, { publisher, version })

@@ -60,7 +60,7 @@ export class DeliveryWorker {
     const stopping = () => this.#stopping
     this.#destinations = new DestinationCache(ctx)
     this.#claims = new ClaimLoop(ctx, outage, { id: this.id, held: this.#held, room: () => this.#maxHeld - this.#held.size, enqueue: (d) => this.enqueue(d) })
-    this.#queues = new AttemptQueues(ctx, this.#destinations, outage, { start: (d) => this.#start(d), dropped: (id) => this.#dropped.has(id), stopping })
+    this.#queues = new AttemptQueues(ctx, this.#destinations, outage, { start: (d) => this.#start(d), startBatch: (ds) => this.#startBatch(ds), dropped: (id) => this.#dropped.has(id), stopping })
     this.#admission = new ReplayAdmission(concurrency)
     this.#replays = new ReplayLane(this.#admission, { current: (d) => this.#held.get(d.id) === d && !this.#stopping, queue: (d) => this.#queues.add(d) })
     this.#results = new ResultWriter(ctx, outage, { written: (entries, streaks) => this.#written(entries, streaks), release: (ids) => this.#release(ids), stopping })
@@ -169,6 +169,25 @@ export class DeliveryWorker {
     }
     const attempt = this.#attempts.run(d).finally(() => this.#started.delete(d.id))
     this.#started.set(d.id, attempt)
+    return attempt
+  }
+
+  /**
+   * A gathered batch's turn for a global slot came: its deliveries dropped meanwhile leave, the others are attempted
+   * together. (Their wait is not reported to the replay admission: it includes the batch's chosen max_wait_ms, not
+   * the load that admission backs off from.)
+   */
+  #startBatch(ds: QueuedDelivery[]): Promise<void> {
+    const sending: QueuedDelivery[] = []
+    for (const d of ds) {
+      if (this.#dropped.has(d.id)) this.#release([d.id])
+      else sending.push(d)
+    }
+    if (sending.length === 0) return Promise.resolve()
+    const attempt = this.#attempts.runBatch(sending).finally(() => {
+      for (const d of sending) if (this.#started.get(d.id) === attempt) this.#started.delete(d.id)
+    })
+    for (const d of sending) this.#started.set(d.id, attempt)
     return attempt
   }
 

@@ -2,6 +2,7 @@ import type * as v from 'valibot'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { Ed25519Key } from '../net/ed25519.js'
 import type { DestinationTypeName, DestinationTypeSchema } from '../model/destination-type.js'
+import type { BatchPolicy } from '../model/batch-policy.js'
 
 /** What a publisher is asked to deliver: one event to one destination. */
 export interface DeliveryMessage {
@@ -36,6 +37,8 @@ export interface PublisherDestination {
   type: DestinationTypeName
   config: Record<string, unknown>
   credentials: Record<string, unknown>
+  /** The destination's batch policy, when it batches (its publisher is made again when it changes). */
+  batch?: BatchPolicy | null
 }
 
 /** Engine settings a publisher may need. */

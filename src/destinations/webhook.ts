@@ -1,14 +1,11 @@
-import type { KeyObject } from 'node:crypto'
 import * as v from 'valibot'
-import { attemptResultFromError, httpAttemptResult, sendHttp } from '../net/http-client.js'
-import { generateWebhookSecret, webhookSecretProblem, webhookSignatureHeader, webhookSigningKey } from '../net/signing.js'
-import { signWebhookEd25519 } from '../net/ed25519.js'
+import { generateWebhookSecret, webhookSecretProblem } from '../net/signing.js'
 import { parseProxyUrl } from '../net/proxy.js'
-import { authCredentialEntries, authCredentialFields, authenticator, authProblems } from './webhook-auth.js'
+import { authCredentialEntries, authCredentialFields, authProblems } from './webhook-auth.js'
 import { headerTokenPattern, headerValuePattern, reservedHeaders } from './webhook-headers.js'
-import { compatibleConfigEntries, compatibleConfigFields, compatibleCredentialEntries, compatibleCredentialFields, compatibleProblems, compatibleSigner } from './webhook-compatible.js'
-import type { AttemptResult } from '../model/attempt-result.js'
-import { jsonBody, type CredentialsInput, type DeliveryMessage, type DestinationTypeDefinition, type Publisher, type PublishOptions } from './types.js'
+import { compatibleConfigEntries, compatibleConfigFields, compatibleCredentialEntries, compatibleCredentialFields, compatibleProblems } from './webhook-compatible.js'
+import { createWebhookPublisher } from './webhook-publisher.js'
+import type { CredentialsInput, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { objectOf } from '../model/common.js'
 
@@ -100,7 +97,6 @@ const CredentialsSchema = v.strictObject(
   'unexpected field',
 )
 
-type WebhookConfig = v.InferOutput<typeof ConfigSchema>
 type WebhookCredentials = v.InferOutput<typeof CredentialsSchema>
 
 const configFields: FieldSpec[] = [
@@ -272,43 +268,6 @@ function prepareCredentials({ credentials, previous, now }: CredentialsInput): R
   return stored
 }
 
-/** The secrets that sign now: the current one, plus the previous one until it expires. */
-function activeSecrets(credentials: Record<string, unknown>, now: number): string[] {
-  const secrets = typeof credentials.secret === 'string' ? [credentials.secret] : []
-  const expires = typeof credentials.previous_secret_invalid_at === 'string' ? Date.parse(credentials.previous_secret_invalid_at) : Number.NaN
-  if (typeof credentials.previous_secret === 'string' && expires > now) secrets.push(credentials.previous_secret)
-  return secrets
-}
-
-/** Header names of metadata keys (null: HTTP cannot carry it); the same few keys come with every delivery. */
-const metadataHeaderNames = new Map<string, string | null>()
-const maxMetadataHeaderNames = 1_000
-
-function metadataHeaderName(key: string): string | null {
-  let name = metadataHeaderNames.get(key)
-  if (name === undefined) {
-    // Keys are the publishers' own: bounded, so a stream of distinct ones cannot grow it without end.
-    if (metadataHeaderNames.size >= maxMetadataHeaderNames) metadataHeaderNames.clear()
-    name = headerTokenPattern.test(key) ? `x-outflow-${key.toLowerCase()}` : null
-    metadataHeaderNames.set(key, name)
-  }
-  return name
-}
-
-/** Add metadata as `x-outflow-<key>` headers; keys or values HTTP cannot carry are left out rather than failing the delivery. */
-function addMetadataHeaders(headers: Record<string, string>, metadata: Record<string, string>): void {
-  for (const key in metadata) {
-    if (!Object.hasOwn(metadata, key)) continue
-    const value = metadata[key]
-    const name = metadataHeaderName(key)
-    if (name !== null && typeof value === 'string' && headerValuePattern.test(value)) headers[name] = value
-  }
-}
-
-function lowerCaseKeys(headers: Record<string, string> | undefined): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
-}
-
 /** The `webhook` destination type: a signed HTTP POST per event (Standard Webhooks). */
 export const webhook: DestinationTypeDefinition = {
   type: 'webhook',
@@ -338,61 +297,5 @@ export const webhook: DestinationTypeDefinition = {
   targetUrl(config) {
     return typeof config.url === 'string' ? config.url : undefined
   },
-  async createPublisher(destination, context): Promise<Publisher> {
-    const config = destination.config as WebhookConfig
-    const customHeaders = lowerCaseKeys(config.custom_headers)
-    const scheme = config.signature_scheme ?? 'hmac'
-    const credentials = destination.credentials
-    const proxyUrl = config.proxy_url ?? context.proxy
-    const proxy = proxyUrl ? parseProxyUrl(proxyUrl) : undefined
-    const compatible = compatibleSigner(config, credentials)
-    const auth = authenticator(credentials, { allowPrivateNetworks: context.allowPrivateNetworks, ...(proxy ? { proxy } : {}) })
-    // Decoded once per publisher (it is replaced when the destination changes), not once per delivery.
-    const keys = new Map<string, KeyObject>()
-    const keyOf = (secret: string) => {
-      let key = keys.get(secret)
-      if (!key) keys.set(secret, (key = webhookSigningKey(secret)))
-      return key
-    }
-    return {
-      async publish(message: DeliveryMessage, { signal }: PublishOptions): Promise<AttemptResult> {
-        const signatures = scheme === 'hmac' ? [] : (context.signers?.() ?? [])
-        if (scheme !== 'hmac' && signatures.length === 0) return { ok: false, error_kind: 'configuration', error: 'the engine has no Ed25519 signing key to sign with' }
-        const secrets = scheme === 'ed25519' && !compatible ? [] : activeSecrets(credentials, Date.now())
-        if (scheme !== 'ed25519' && secrets.length === 0) return { ok: false, error_kind: 'configuration', error: 'the webhook has no signing secret' }
-        const body = jsonBody(message)
-        const timestamp = Math.floor(Date.now() / 1000)
-        // Outflow's own headers come last so nothing else can replace the signature or framing.
-        const headers: Record<string, string> = { ...customHeaders }
-        addMetadataHeaders(headers, message.metadata)
-        if (message.trace_headers) Object.assign(headers, message.trace_headers)
-        headers['content-type'] = 'application/json'
-        headers['user-agent'] = context.userAgent
-        headers['webhook-id'] = message.id
-        headers['webhook-timestamp'] = String(timestamp)
-        // One signature per active key, space-separated: v1 (HMAC) first, then v1a (Ed25519), as Standard Webhooks lists them.
-        let signature = scheme !== 'ed25519' ? webhookSignatureHeader(secrets.map(keyOf), message.id, timestamp, body) : ''
-        for (const key of signatures) signature += `${signature ? ' ' : ''}${signWebhookEd25519(key.privateKey, message.id, timestamp, body)}`
-        headers['webhook-signature'] = signature
-        compatible?.(headers, { id: message.id, topic: message.topic, timestamp, body }, secrets)
-        // Per delivery, this path is hot: no extra object or await unless a destination needs mTLS, a proxy or OAuth2.
-        const http = auth.tls || proxy ? { allowPrivateNetworks: context.allowPrivateNetworks, signal, ...(auth.tls ? { tls: auth.tls } : {}), ...(proxy ? { proxy } : {}) } : { allowPrivateNetworks: context.allowPrivateNetworks, signal }
-        for (const name in auth.fixed) headers[name] = auth.fixed[name]!
-        try {
-          let sent = auth.headers ? { ...headers, ...(await auth.headers(signal)) } : headers
-          let response = await sendHttp(config.url, { method: 'POST', headers: sent, body }, http)
-          // A refused OAuth2 token (expired or revoked early): one more try with a new one.
-          if (response.status === 401 && auth.headers && auth.refused(sent)) {
-            sent = { ...headers, ...(await auth.headers(signal)) }
-            response = await sendHttp(config.url, { method: 'POST', headers: sent, body }, http)
-          }
-          return httpAttemptResult(response)
-        } catch (err) {
-          return attemptResultFromError(err)
-        }
-      },
-      // Connections are pooled per origin and shared by every destination (closeHttpClients at shutdown).
-      async close() {},
-    }
-  },
+  createPublisher: (destination, context): Promise<Publisher> => createWebhookPublisher(destination, context),
 }

@@ -16,6 +16,7 @@ import {
 } from '../model/destination.js'
 import { DeliverySettingsSchema, type DeliverySettings } from '../model/delivery-settings.js'
 import type { PayloadPolicy } from '../model/payload-policy.js'
+import { BatchPolicySchema, type BatchPolicy } from '../model/batch-policy.js'
 import type { DestinationRecord } from '../storage/storage.js'
 import type { EngineContext } from './context.js'
 import { sealCredentials, unsealCredentials, type CredentialsOwner } from '../credentials.js'
@@ -40,6 +41,7 @@ export function toDestination(ctx: EngineContext, r: DestinationRecord): Destina
   if (r.metadata) out.metadata = r.metadata
   if (r.delivery) out.delivery = r.delivery
   if (r.payload) out.payload = r.payload
+  if (r.batch) out.batch = r.batch
   const target = def.target(r.config)
   if (target !== undefined) out.target = target
   const targetUrl = def.targetUrl?.(r.config)
@@ -124,6 +126,16 @@ function checkPayloadPolicy(ctx: EngineContext, payload: PayloadPolicy | null | 
     data.payload = 'thin deliveries need the engine option publicUrl (OUTFLOW_PUBLIC_URL): the URL their payload links point to'
 }
 
+/** A batch policy merge-patched (null removes it, as does nulling every field), then checked whole (422 `batch.*`). */
+function patchedBatch(existing: BatchPolicy | null | undefined, patch: Record<string, unknown> | null, data: ErrorData): BatchPolicy | null {
+  const merged = mergePatch(existing ?? {}, patch) as Record<string, unknown> | null
+  if (!merged || Object.keys(merged).length === 0) return null
+  const result = v.safeParse(BatchPolicySchema, merged)
+  if (result.success) return result.output
+  Object.assign(data, issuesToData(result.issues, 'batch'))
+  return null
+}
+
 function fail(data: ErrorData): never {
   throw new OutflowError('validation', 'validation error', { data })
 }
@@ -173,6 +185,7 @@ export async function createDestination(ctx: EngineContext, tenantId: string, bo
     consecutive_failures: 0,
     delivery: emptyToNull(input.delivery),
     payload: input.payload ?? null,
+    batch: input.batch ?? null,
   }
   const outcome = await ctx.storage.insertDestination(record)
   // The tenant was checked above; `no-tenant` means it was deleted meanwhile.
@@ -235,6 +248,7 @@ async function patched(ctx: EngineContext, existing: DestinationRecord, input: v
   checkDeliverySettings(ctx, delivery as DeliverySettings | null | undefined, data)
   const payload = input.payload === undefined ? existing.payload : input.payload
   if (input.payload !== undefined) checkPayloadPolicy(ctx, payload, data)
+  const batch = input.batch === undefined ? existing.batch : patchedBatch(existing.batch, input.batch, data)
   await checkTypeReady(def, config, credentials, data)
   if (Object.keys(data).length) fail(data)
 
@@ -251,6 +265,7 @@ async function patched(ctx: EngineContext, existing: DestinationRecord, input: v
     metadata: input.metadata === undefined ? existing.metadata : (mergePatch(existing.metadata, input.metadata) as JsonObject | null),
     delivery: emptyToNull(delivery as DeliverySettings | null | undefined),
     payload: payload ?? null,
+    batch: batch ?? null,
     // updated_at versions the row (the compare-and-set above), so it moves on even within one millisecond.
     updated_at: new Date(Math.max(now.getTime(), existing.updated_at.getTime() + 1)),
   }

@@ -12,6 +12,8 @@ const integer = (min: number, max: number) => {
   return v.pipe(v.number(message), v.integer(message), v.minValue(min, message), v.maxValue(max, message))
 }
 
+const formatSchema = v.picklist(['cloudevents', 'json'], 'must be "cloudevents" or "json"')
+
 /**
  * Opt-in batched delivery of a destination (an addition to the spec's fields): deliveries due together go out in
  * one request of up to `max_events` events and `max_bytes` bytes, waiting at most `max_wait_ms` for a batch to
@@ -25,7 +27,7 @@ export const BatchPolicySchema = v.pipe(
       max_events: integer(1, maxBatchEvents),
       max_bytes: v.optional(integer(1024, maxBatchBytes)),
       max_wait_ms: v.optional(integer(0, maxBatchWaitMs)),
-      format: v.optional(v.picklist(['cloudevents', 'json'], 'must be "cloudevents" or "json"')),
+      format: v.optional(formatSchema),
     },
     'unexpected field',
   ),
@@ -34,3 +36,25 @@ export const BatchPolicySchema = v.pipe(
   ),
 )
 export type BatchPolicy = v.InferOutput<typeof BatchPolicySchema>
+
+/**
+ * A PATCH of a destination's `batch`: merge-patched into the current policy (a field's null removes it), and the
+ * result checked as a whole against BatchPolicySchema.
+ */
+export const BatchPolicyPatchSchema = v.pipe(
+  v.strictObject(
+    {
+      max_events: v.optional(v.nullable(integer(1, maxBatchEvents))),
+      max_bytes: v.optional(v.nullable(integer(1024, maxBatchBytes))),
+      max_wait_ms: v.optional(v.nullable(integer(0, maxBatchWaitMs))),
+      format: v.optional(v.nullable(formatSchema)),
+    },
+    'unexpected field',
+  ),
+  v.description('Merge-patched into the destination\'s batch policy (a field set to null goes back to its default; max_events cannot be removed), then checked whole. `"batch": null` removes the policy.'),
+)
+
+/** `max_bytes` when a policy leaves it out: 1 MiB. */
+export const defaultBatchBytes = 1024 ** 2
+/** `max_wait_ms` when a policy leaves it out: 1 s. */
+export const defaultBatchWaitMs = 1_000

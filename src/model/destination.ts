@@ -3,6 +3,7 @@ import { DeprecatedTopicSchema } from './topic.js'
 import { DestinationTypeNameSchema } from './destination-type.js'
 import { DeliverySettingsPatchSchema, DeliverySettingsSchema } from './delivery-settings.js'
 import { PayloadPolicySchema } from './payload-policy.js'
+import { BatchPolicyPatchSchema, BatchPolicySchema } from './batch-policy.js'
 import { IdSchema, JsonObjectSchema, JsonValueSchema, objectBody, objectOf, RepeatedStringSchema, storableText, StringMapSchema } from './common.js'
 
 /** A topic name or pattern: 1–255 visible characters; `*` stands for one or more dot segments. */
@@ -63,6 +64,7 @@ export const CreateDestinationSchema = objectBody(v.strictObject(
     metadata: v.optional(v.nullable(JsonObjectSchema)),
     delivery: v.optional(v.nullable(DeliverySettingsSchema)),
     payload: v.optional(v.nullable(PayloadPolicySchema)),
+    batch: v.optional(v.nullable(BatchPolicySchema)),
   },
   'unexpected field',
 ))
@@ -82,6 +84,8 @@ export const UpdateDestinationSchema = objectBody(v.strictObject(
     delivery: v.optional(v.nullable(DeliverySettingsPatchSchema)),
     /** Replaced as a whole; null: back to the type's default. */
     payload: v.optional(v.nullable(PayloadPolicySchema)),
+    /** Merge-patched into the current policy (then checked whole); null: back to one event per request. */
+    batch: v.optional(v.nullable(BatchPolicyPatchSchema)),
   },
   'unexpected field',
 ))
@@ -115,6 +119,8 @@ export const DestinationSchema = v.object({
   delivery: v.optional(DeliverySettingsSchema),
   /** Full or thin deliveries (not in the spec: an addition); absent when it follows its type's default. */
   payload: v.optional(PayloadPolicySchema),
+  /** Batched delivery (not in the spec: an addition); absent: one event per request. */
+  batch: v.optional(BatchPolicySchema),
   /** A short, human-readable name of where it delivers (a host, queue or bucket). */
   target: v.optional(v.string()),
   /** A URL of the target when it has one. */

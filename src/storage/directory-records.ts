@@ -2,6 +2,7 @@
 import type { JsonObject } from '../model/common.js'
 import type { DeliverySettings } from '../model/delivery-settings.js'
 import type { PayloadPolicy } from '../model/payload-policy.js'
+import type { BatchPolicy } from '../model/batch-policy.js'
 import type { DestinationTypeName } from '../model/destination-type.js'
 import type { KeysetRequest } from '../model/pagination.js'
 
@@ -42,6 +43,8 @@ export interface DestinationRecord {
   delivery?: DeliverySettings | null
   /** Full or thin deliveries; null or absent follows the type's default. */
   payload?: PayloadPolicy | null
+  /** Batched delivery; null or absent: one event per request. */
+  batch?: BatchPolicy | null
 }
 
 export interface DestinationKey {

@@ -151,6 +151,7 @@ export async function updateDestination(ctx: SqlContext, r: DestinationRecord, r
         metadata: r.metadata,
         delivery: r.delivery ?? null,
         payload: r.payload ?? null,
+        batch: r.batch ?? null,
         updated_at: r.updated_at,
       })
       .where(and(match, eq(destinations.updated_at, readAt)))

@@ -84,6 +84,17 @@ for (const kind of engineKinds()) {
       expect(await verifiedBy(delivered!, [keys[0]!.whpk])).toHaveLength(1)
     })
 
+    it('signs a batch (one body of several events) with v1 and v1a for signature_scheme both', async () => {
+      const d = await outflow.createDestination('acme', { id: 'both-batch', type: 'webhook', topics: ['ed.batch'], config: { url: `${receiver.url}/both-batch`, signature_scheme: 'both' }, batch: { max_events: 5, max_wait_ms: 20 } })
+      await outflow.publishMany([{ tenant_id: 'acme', topic: 'ed.batch', data: { n: 1 } }, { tenant_id: 'acme', topic: 'ed.batch', data: { n: 2 } }])
+      const [delivered] = await waitFor(() => receiver.on('/both-batch').length > 0 && receiver.on('/both-batch'))
+      expect(String(delivered!.headers['webhook-signature'])).toMatch(/^v1,\S+ v1a,\S+$/)
+      const events = new Webhook(String(d.credentials.secret)).verify(delivered!.body, delivered!.headers as Record<string, string>) as { data: unknown }[]
+      expect(events.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }])
+      const { keys } = await outflow.getSigningKeys()
+      expect(await verifiedBy(delivered!, [keys[0]!.whpk])).toHaveLength(1)
+    })
+
     it('keeps hmac as the default: no v1a signature without signature_scheme', async () => {
       await outflow.createDestination('acme', { id: 'hmac', type: 'webhook', topics: ['ed.hmac'], config: { url: `${receiver.url}/hmac` } })
       await outflow.publish({ tenant_id: 'acme', topic: 'ed.hmac', data: {} })

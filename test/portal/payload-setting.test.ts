@@ -8,7 +8,8 @@ import { axeViolations, chromiumAvailable, launchBrowser, type Browser } from '.
 import { adminApi, startExpressServer, type PortalServer, type StorageName } from './servers.js'
 
 // The destination page shows how the destination receives an event's data: full, thin, thin above a size, or
-// its type's default (docs/delivery.md › Thin payloads), in Chromium on an Express host with a publicUrl.
+// its type's default (docs/delivery.md › Thin payloads), and its batch policy (› Batched delivery), in Chromium on
+// an Express host with a publicUrl.
 
 const shots = process.env.OUTFLOW_UPDATE_SCREENSHOTS === '1' ? join(import.meta.dirname, '../../docs') : join(tmpdir(), 'outflow-portal-screenshots')
 
@@ -58,6 +59,14 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
       expect(await payloadShown('thin')).toBe('Thin: an envelope with a signed link to the data')
       expect(await payloadShown('full')).toBe('Full: the data itself')
       expect(await payloadShown(undefined)).toBe("Default: the data itself (queues go thin above their broker's limit)")
+    })
+
+    it('shows the batch policy, or that batching is off', async () => {
+      const created = await api('POST', '/tenants/acme/destinations', { type: 'webhook', topics: ['*'], config: { url: 'https://example.com/hook' }, batch: { max_events: 100, max_wait_ms: 250, format: 'json' } })
+      await page.evaluate((hash) => (location.hash = hash), `#/destinations/${created.body.id}`)
+      const row = page.locator('dl.settings dt', { hasText: /^Batching$/ }).locator('xpath=following-sibling::dd[1]')
+      await page.getByText('Up to 100 events').waitFor()
+      expect((await row.textContent())?.trim()).toBe('Up to 100 events and 1 MiB per request, waiting up to 250 ms (webhooks: a JSON array)')
     })
   })
 }

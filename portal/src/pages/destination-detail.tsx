@@ -46,6 +46,13 @@ function payloadText(payload: Destination['payload']): string {
   return "Default: the data itself (queues go thin above their broker's limit)"
 }
 
+/** How the destination's events are grouped into requests (see docs/delivery.md › Batched delivery). */
+function batchText(batch: Destination['batch']): string {
+  if (!batch) return 'Off: one event per request'
+  const format = batch.format === 'json' ? 'a JSON array' : 'a CloudEvents batch'
+  return `Up to ${batch.max_events} events and ${formatBytes(batch.max_bytes ?? 1024 ** 2)} per request, waiting up to ${batch.max_wait_ms ?? 1000} ms (webhooks: ${format})`
+}
+
 function Settings({ destination, type }: { destination: Destination; type: DestinationType | undefined }) {
   const fields = (specs: FieldSpec[] | undefined, values: Record<string, Json> | undefined) => {
     const known = specs ?? []
@@ -83,6 +90,8 @@ function Settings({ destination, type }: { destination: Destination; type: Desti
       ))}
       <dt>Payload</dt>
       <dd>{payloadText(destination.payload)}</dd>
+      <dt>Batching</dt>
+      <dd>{batchText(destination.batch)}</dd>
       <dt>Created</dt>
       <dd>{formatTime(destination.created_at)}</dd>
       <dt>Updated</dt>

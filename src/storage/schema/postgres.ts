@@ -3,6 +3,7 @@ import { bigint, boolean, doublePrecision, index, integer, jsonb, pgSchema, PgSc
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
 import type { PayloadPolicy } from '../../model/payload-policy.js'
+import type { BatchPolicy } from '../../model/batch-policy.js'
 
 /** A schema name `postgres({ schema })` takes: it goes into quoted identifiers and a NOTIFY channel name (at most 63 bytes). */
 export const schemaNamePattern = /^[a-z_][a-z0-9_]{0,49}$/
@@ -85,6 +86,8 @@ function destinationsTable(table: typeof pgTable) {
       delivery: jsonb('delivery').$type<DeliverySettings>(),
       // Full or thin deliveries ('full', 'thin' or { thin_above_bytes }): null follows the type's default.
       payload: jsonb('payload').$type<PayloadPolicy>(),
+      // Batched delivery ({ max_events, max_bytes?, max_wait_ms?, format? }): null delivers one event per request.
+      batch: jsonb('batch').$type<BatchPolicy>(),
     },
     (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
   )

@@ -3,6 +3,7 @@ import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from
 import type { JsonObject } from '../../model/common.js'
 import type { DeliverySettings } from '../../model/delivery-settings.js'
 import type { PayloadPolicy } from '../../model/payload-policy.js'
+import type { BatchPolicy } from '../../model/batch-policy.js'
 
 // Same tables and column names as schema/postgres.ts; times are integer milliseconds, JSON is text.
 const ts = (name: string) => integer(name, { mode: 'timestamp_ms' })
@@ -40,6 +41,8 @@ export const destinations = sqliteTable(
     delivery: json<DeliverySettings>('delivery'),
     // Full or thin deliveries ('full', 'thin' or { thin_above_bytes }): null follows the type's default.
     payload: json<PayloadPolicy>('payload'),
+    // Batched delivery ({ max_events, max_bytes?, max_wait_ms?, format? }): null delivers one event per request.
+    batch: json<BatchPolicy>('batch'),
   },
   (t) => [primaryKey({ columns: [t.tenant_id, t.id] }), index('destinations_tenant_created_idx').on(t.tenant_id, t.created_at, t.id)],
 )
