@@ -1,4 +1,3 @@
-import type { Request } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import { portalBrowser, portalRuns } from '../support/portal-browser.js'
 import { startExpressServer, type StorageName } from './servers.js'
@@ -12,7 +11,7 @@ const portal = portalBrowser()
 for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
   describe.runIf(portalRuns(storage))(`portal payload setting in Chromium on ${storage}`, { timeout: 60_000 }, () => {
     const session = portal.session(() => startExpressServer(storage, { publicUrl: 'https://hooks.example.com/api/v1' }), { screenshots: storage === 'sqlite' })
-    const { api, open, noAxeViolations, shot } = session
+    const { api, open, submit, createdDestinationId, editDestination, noAxeViolations, shot } = session
     const payloadRow = () => session.page.locator('dl.settings dt', { hasText: /^Payload$/ }).locator('xpath=following-sibling::dd[1]')
 
     /** The Payload row of a destination's page. */
@@ -37,15 +36,6 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
       const radio = (name: string) => page.getByRole('radio', { name, exact: true })
       const bytes = page.getByLabel('Thin above (bytes)')
       const stored = async () => (await api('GET', `/tenants/acme/destinations/${id}`)).body.payload
-      const save = async () => {
-        const patch = page.waitForRequest((r: Request) => r.method() === 'PATCH')
-        await page.getByRole('button', { name: 'Save changes' }).click()
-        return (await patch).postDataJSON()
-      }
-      const edit = async () => {
-        await open(`#/destinations/${id}/edit`)
-        await page.getByRole('heading', { name: 'Edit Webhook destination' }).waitFor()
-      }
 
       await open('#/destinations/new/cloudx_sqs')
       await page.getByRole('heading', { name: 'New Amazon SQS destination' }).waitFor()
@@ -63,24 +53,23 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
       await shot('portal-destination-payload.png')
       await radio('Thin: an envelope with a signed link to the data').check()
       expect(await bytes.count()).toBe(0)
-      await page.getByRole('button', { name: 'Create destination' }).click()
-      await page.waitForFunction(() => /^#\/destinations\/[^/]+$/.test(location.hash) && !location.hash.endsWith('/new'))
-      const id = decodeURIComponent(await page.evaluate(() => location.hash.slice('#/destinations/'.length)))
+      expect(await submit('Create destination', 'POST')).toMatchObject({ config: { url: 'https://example.com/from-the-form' }, payload: 'thin' })
+      const id = await createdDestinationId()
       expect(await stored()).toBe('thin')
       await payloadRow().getByText('Thin: an envelope with a signed link to the data', { exact: true }).waitFor()
 
-      await edit()
+      await editDestination(id)
       expect(await radio('Thin: an envelope with a signed link to the data').isChecked()).toBe(true)
       await radio('Thin above a size, the data itself below').check()
       await bytes.fill('4096')
-      expect(await save()).toEqual({ payload: { thin_above_bytes: 4096 } })
+      expect(await submit('Save changes', 'PATCH')).toEqual({ payload: { thin_above_bytes: 4096 } })
       await payloadRow().getByText('Thin above 4 KiB, the data itself below', { exact: true }).waitFor()
       expect(await stored()).toEqual({ thin_above_bytes: 4096 })
 
-      await edit()
+      await editDestination(id)
       expect(await bytes.inputValue()).toBe('4096')
       await bytes.fill('2000000000')
-      await save()
+      await submit('Save changes', 'PATCH')
       const error = page.locator('#f-payload-thin_above_bytes-error')
       await error.waitFor()
       expect(await error.textContent()).toBe('must be an integer between 0 and 1073741824')
@@ -90,13 +79,13 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
       expect(await stored()).toEqual({ thin_above_bytes: 4096 })
 
       await radio('Full: the data itself').check()
-      expect(await save()).toEqual({ payload: 'full' })
+      expect(await submit('Save changes', 'PATCH')).toEqual({ payload: 'full' })
       await payloadRow().getByText('Full: the data itself', { exact: true }).waitFor()
       expect(await stored()).toBe('full')
 
-      await edit()
+      await editDestination(id)
       await radio("Type's default (full)").check()
-      expect(await save()).toEqual({ payload: null })
+      expect(await submit('Save changes', 'PATCH')).toEqual({ payload: null })
       await payloadRow().getByText(/^Default: /).waitFor()
       expect(await stored()).toBeUndefined()
     })

@@ -29,6 +29,12 @@ export interface PortalSession {
   open(hash: string): Promise<void>
   /** Runs axe on the page as it is and fails with the violations, naming `where`. */
   noAxeViolations(where: string): Promise<void>
+  /** Clicks the form's `button` and answers the JSON body of the `method` request it sent. */
+  submit(button: string, method: 'POST' | 'PATCH'): Promise<any>
+  /** After a create: the new destination's id once its page opens (failing with the form's error if the engine refused). */
+  createdDestinationId(): Promise<string>
+  /** Opens a destination's edit form. */
+  editDestination(id: string): Promise<void>
   /** A full-page screenshot `name` in `screenshotDir` when the session takes screenshots, without the notices of earlier actions. */
   shot(name: string): Promise<void>
 }
@@ -82,6 +88,20 @@ function openSession(browser: () => Browser, start: () => Promise<PortalServer>,
     api: (method, path, body) => adminApi(server!)(method, path, body),
     async open(hash) {
       await page!.evaluate((h) => (location.hash = h), hash)
+    },
+    async submit(button, method) {
+      const request = page!.waitForRequest((r) => r.method() === method)
+      await page!.getByRole('button', { name: button }).click()
+      return (await request).postDataJSON()
+    },
+    async createdDestinationId() {
+      await page!.waitForFunction(() => (/^#\/destinations\/[^/]+$/.test(location.hash) && !location.hash.endsWith('/new')) || document.getElementById('form-failure'))
+      expect(await page!.locator('#form-failure, .field-error').allTextContents()).toEqual([])
+      return decodeURIComponent(await page!.evaluate(() => location.hash.slice('#/destinations/'.length)))
+    },
+    async editDestination(id) {
+      await session.open(`#/destinations/${encodeURIComponent(id)}/edit`)
+      await page!.getByRole('heading', { name: /^Edit .* destination$/ }).waitFor()
     },
     async noAxeViolations(where) {
       const violations = await axeViolations(page!)
