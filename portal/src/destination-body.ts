@@ -1,4 +1,5 @@
 import { apiValue, fieldProblem, initialValue, type FieldValues } from './components/fields.js'
+import { createOptions, initialBatch, initialPayload, optionProblems, updateOptions, type BatchState, type PayloadState } from './delivery-options.js'
 import type { Destination, DestinationType, FieldSpec, Json, JsonObject } from './types.js'
 
 // What the destination form sends: a create body, or a JSON merge patch of what changed. Kept apart
@@ -16,6 +17,8 @@ export interface FormState {
   topics: string
   config: FieldValues
   credentials: FieldValues
+  payload: PayloadState
+  batch: BatchState
 }
 
 export function formFields(type: DestinationType): FormFields {
@@ -33,6 +36,8 @@ export function initialState(fields: FormFields, existing: Destination | undefin
     topics: existing ? existing.topics.join(', ') : '*',
     config: Object.fromEntries(fields.config.map((f) => [f.key, initialValue(f, config[f.key])])),
     credentials: Object.fromEntries(fields.credentials.map((f) => [f.key, keepsSecret(f, existing) ? '' : initialValue(f, existing?.credentials[f.key])])),
+    payload: initialPayload(existing?.payload),
+    batch: initialBatch(existing?.batch),
   }
 }
 
@@ -55,7 +60,7 @@ export function formProblems(fields: FormFields, state: FormState, existing: Des
     const problem = fieldProblem(f, state.credentials[f.key], keepsSecret(f, existing))
     if (problem) found[`credentials.${f.key}`] = problem
   }
-  return found
+  return { ...found, ...optionProblems(state.payload, state.batch) }
 }
 
 /**
@@ -99,7 +104,7 @@ export function createBody(type: DestinationType, fields: FormFields, state: For
   const credentials = collect(fields.credentials, state.credentials, true)
   const body: JsonObject = { type: type.type, topics: topicsOf(state.topics), config: collect(fields.config, state.config, true) }
   if (Object.keys(credentials).length || type.type !== 'webhook') body.credentials = credentials
-  return body
+  return { ...body, ...createOptions(type.type, state.payload, state.batch) }
 }
 
 /** The PATCH body of what changed (empty when nothing did); secrets left empty are not sent. */
@@ -116,5 +121,5 @@ export function updateBody(fields: FormFields, state: FormState, existing: Desti
     collect(fields.credentials, state.credentials, false, kept),
   )
   if (credentials) body.credentials = credentials
-  return body
+  return { ...body, ...updateOptions(existing, state.payload, state.batch) }
 }

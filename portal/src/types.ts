@@ -40,11 +40,23 @@ export interface Destination {
   metadata?: JsonObject | null
   delivery_metadata?: Record<string, string> | null
   /** Full or thin deliveries; absent: the type's default. */
-  payload?: 'full' | 'thin' | { thin_above_bytes: number }
-  /** Batched delivery; absent: one event per request. */
-  batch?: { max_events: number; max_bytes?: number; max_wait_ms?: number; format?: 'cloudevents' | 'json' }
+  payload?: PayloadPolicy
+  /** Batched deliveries; absent or null: one event per request. */
+  batch?: BatchPolicy | null
   target?: string
   target_url?: string
+}
+
+/** A destination's `payload` (src/model/payload-policy.ts): full, thin, or thin above a size. */
+export type PayloadPolicy = 'full' | 'thin' | { thin_above_bytes: number }
+
+/** A destination's `batch` (src/model/batch-policy.ts): how many events, bytes and milliseconds one request gathers. */
+export type BatchPolicy = {
+  max_events: number
+  max_bytes?: number
+  max_wait_ms?: number
+  /** Webhooks: a CloudEvents batch (the default) or a JSON array. */
+  format?: 'cloudevents' | 'json'
 }
 
 export interface OutflowEvent {

@@ -1,61 +1,20 @@
-import { mkdirSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { catalog } from '../support/catalog.js'
-import { postgresAvailable } from '../support/services.js'
-import { axeViolations, chromiumAvailable, launchBrowser, type Browser } from './browser.js'
-import { startExpressServer, type PortalServer, type StorageName } from './servers.js'
+import { portalBrowser, portalRuns } from '../support/portal-browser.js'
+import { startExpressServer, type StorageName } from './servers.js'
 
 // The portal's "Event types" page and the destination form's topic picker, in Chromium, on an Express host
 // whose engine has a topic catalog. Every page passes axe in both themes.
 
-const shots = process.env.OUTFLOW_UPDATE_SCREENSHOTS === '1' ? join(import.meta.dirname, '../../docs') : join(tmpdir(), 'outflow-portal-screenshots')
-
-let browser: Browser
-beforeAll(async () => {
-  if (chromiumAvailable) browser = await launchBrowser()
-})
-afterAll(async () => {
-  await browser?.close()
-})
+const portal = portalBrowser()
 
 for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
-  describe.runIf(chromiumAvailable && (storage === 'sqlite' || postgresAvailable))(`portal event types in Chromium on ${storage}`, { timeout: 60_000 }, () => {
-    let server: PortalServer
-    let page: Page
-    const api = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${server.origin}/api/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${server.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      return { status: response.status, body: (await response.json()) as any }
-    }
-    const noAxeViolations = async (where: string) => {
-      const violations = await axeViolations(page)
-      expect(violations, `${where}: ${JSON.stringify(violations, null, 1)}`).toEqual([])
-    }
-    const shot = async (name: string) => {
-      if (storage !== 'sqlite') return
-      mkdirSync(shots, { recursive: true })
-      await page.screenshot({ path: join(shots, name), fullPage: true, animations: 'disabled' })
-    }
-
-    beforeAll(async () => {
-      server = await startExpressServer(storage, { topics: catalog })
-      expect((await api('PUT', '/tenants/acme')).status).toBe(201)
-      page = await browser.context.newPage()
-      await page.goto((await api('GET', '/tenants/acme/portal?theme=light')).body.redirect_url)
-      await page.getByRole('heading', { name: 'Destinations', level: 1 }).waitFor()
-    })
-    afterAll(async () => {
-      await page?.close()
-      await server?.close()
-    })
+  describe.runIf(portalRuns(storage))(`portal event types in Chromium on ${storage}`, { timeout: 60_000 }, () => {
+    const session = portal.session(() => startExpressServer(storage, { topics: catalog }), { screenshots: storage === 'sqlite' })
+    const { api, noAxeViolations, shot } = session
 
     it('lists each topic with its description, field tree, example and deprecation', async () => {
+      const { page } = session
       await page.getByRole('link', { name: 'Event types' }).click()
       await page.getByRole('heading', { name: 'Event types', level: 1 }).waitFor()
       const headings = await page.getByRole('heading', { level: 2 }).allTextContents()
@@ -90,6 +49,7 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
     })
 
     it('the destination form’s topic picker shows descriptions, marks deprecated topics and fills the topics field', async () => {
+      const { page } = session
       await page.evaluate(() => (location.hash = '#/destinations/new/webhook'))
       const picker = page.getByRole('group', { name: 'Event types' })
       await picker.waitFor()

@@ -1,14 +1,9 @@
-import { mkdirSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { Page } from 'playwright-core'
 import Stripe from 'stripe'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createVerifier } from '../../src/verify.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
-import { postgresAvailable } from '../support/services.js'
-import { axeViolations, chromiumAvailable, launchBrowser, type Browser } from './browser.js'
-import { startExpressServer, type PortalServer, type StorageName } from './servers.js'
+import { portalBrowser, portalRuns } from '../support/portal-browser.js'
+import { startExpressServer, type StorageName } from './servers.js'
 
 // A webhook's signatures and authentication in the portal, in Chromium on an Express host (SQLite and Postgres):
 // the destination page shows the signing scheme, the compatible signature, the authentication (secrets masked),
@@ -16,64 +11,33 @@ import { startExpressServer, type PortalServer, type StorageName } from './serve
 // its field), and the next delivery carries what was chosen, verified by stripe and by outflow/verify through the
 // URL the page shows. Every state passes axe, and the page fits a phone.
 
-const shots = process.env.OUTFLOW_UPDATE_SCREENSHOTS === '1' ? join(import.meta.dirname, '../../docs') : join(tmpdir(), 'outflow-portal-screenshots')
 const stripe = new Stripe('sk_test_portal_receiver_trust')
 const stripeSecret = 'whsec_portalStripeSecret0123456789abcdef'
 const bearer = 'bearer-token-from-the-portal-0123'
 
-let browser: Browser
-beforeAll(async () => {
-  if (chromiumAvailable) browser = await launchBrowser()
-})
-afterAll(async () => {
-  await browser?.close()
-})
+const portal = portalBrowser()
 
 for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
-  describe.runIf(chromiumAvailable && (storage === 'sqlite' || postgresAvailable))(`portal receiver trust in Chromium on ${storage}`, { timeout: 60_000 }, () => {
-    let server: PortalServer
-    let page: Page
+  describe.runIf(portalRuns(storage))(`portal receiver trust in Chromium on ${storage}`, { timeout: 60_000 }, () => {
+    const session = portal.session(() => startExpressServer(storage), { screenshots: storage === 'sqlite' })
+    const { api, noAxeViolations, shot } = session
     let receiver: Awaited<ReturnType<typeof startReceiver>>
     let id = ''
-    const api = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${server.origin}/api/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${server.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      return { status: response.status, body: (await response.json()) as any }
-    }
-    const noAxeViolations = async (where: string) => {
-      const violations = await axeViolations(page)
-      expect(violations, `${where}: ${JSON.stringify(violations, null, 1)}`).toEqual([])
-    }
-    const shot = async (name: string) => {
-      if (storage !== 'sqlite') return
-      mkdirSync(shots, { recursive: true })
-      await page.evaluate(() => document.querySelector<HTMLElement>('.notices')?.style.setProperty('display', 'none'))
-      await page.screenshot({ path: join(shots, name), fullPage: true, animations: 'disabled' })
-    }
-    const panel = () => page.getByRole('region', { name: 'Signatures and authentication' })
+    const page = () => session.page
+    const panel = () => page().getByRole('region', { name: 'Signatures and authentication' })
     /** The value shown beside a term of the panel. */
     const shown = (term: string) => panel().locator(`dt:text-is("${term}") + dd`)
     const openDestination = async () => {
-      await page.evaluate((h) => (location.hash = h), `#/destinations/${id}`)
+      await page().evaluate((h) => (location.hash = h), `#/destinations/${id}`)
       await panel().waitFor()
     }
 
     beforeAll(async () => {
       receiver = await startReceiver()
-      server = await startExpressServer(storage)
-      expect((await api('PUT', '/tenants/acme')).status).toBe(201)
       const created = await api('POST', '/tenants/acme/destinations', { type: 'webhook', topics: ['trust.*'], config: { url: `${receiver.url}/trust` } })
       id = created.body.id
-      page = await browser.context.newPage()
-      await page.goto((await api('GET', '/tenants/acme/portal?theme=light')).body.redirect_url)
-      await page.getByRole('heading', { name: 'Destinations', level: 1 }).waitFor()
     })
     afterAll(async () => {
-      await page?.close()
-      await server?.close()
       await receiver?.close()
     })
 
@@ -82,7 +46,7 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
       expect(await shown('Signing scheme').textContent()).toBe('HMAC-SHA256 (v1, Standard Webhooks)')
       expect(await shown('Compatible signature').textContent()).toBe('None')
       expect(await shown('Authentication').textContent()).toBe('None')
-      expect(await panel().locator('.key-set-url').textContent()).toBe(`${server.origin}/api/v1/signing-keys`)
+      expect(await panel().locator('.key-set-url').textContent()).toBe(`${session.server.origin}/api/v1/signing-keys`)
       const snippets = panel().locator('figure.snippet')
       expect(await snippets.locator('figcaption').allTextContents()).toEqual(['v1 (HMAC) with a Standard Webhooks library'])
       expect(await snippets.locator('pre').textContent()).toContain("new Webhook(process.env.WEBHOOK_SECRET)")
@@ -90,22 +54,22 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
     })
 
     it('edits them in the destination form, shows the engine’s 422 at its field, and the next delivery carries them', async () => {
-      await page.evaluate((h) => (location.hash = h), `#/destinations/${id}/edit`)
-      await page.getByRole('heading', { name: 'Edit Webhook destination' }).waitFor()
-      const preset = page.locator('#f-config-compatible_signature')
-      expect(await page.locator('#f-config-compatible_signature-choices option').evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))).toEqual(['svix', 'github', 'stripe', 'outpost', 'custom'])
+      await page().evaluate((h) => (location.hash = h), `#/destinations/${id}/edit`)
+      await page().getByRole('heading', { name: 'Edit Webhook destination' }).waitFor()
+      const preset = page().locator('#f-config-compatible_signature')
+      expect(await page().locator('#f-config-compatible_signature-choices option').evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))).toEqual(['svix', 'github', 'stripe', 'outpost', 'custom'])
       await preset.fill('custom')
-      await page.getByRole('button', { name: 'Save changes' }).click()
-      const error = page.locator('#f-config-compatible_signature_header-error')
+      await page().getByRole('button', { name: 'Save changes' }).click()
+      const error = page().locator('#f-config-compatible_signature_header-error')
       await error.waitFor()
       expect(await error.textContent()).toBe('required with compatible_signature "custom"')
       await noAxeViolations('edit form with the engine’s 422')
 
       await preset.fill('stripe')
-      await page.locator('#f-config-signature_scheme').fill('both')
-      await page.locator('#f-credentials-compatible_signature_secret').fill(stripeSecret)
-      await page.locator('#f-credentials-bearer_token').fill(bearer)
-      await page.getByRole('button', { name: 'Save changes' }).click()
+      await page().locator('#f-config-signature_scheme').fill('both')
+      await page().locator('#f-credentials-compatible_signature_secret').fill(stripeSecret)
+      await page().locator('#f-credentials-bearer_token').fill(bearer)
+      await page().getByRole('button', { name: 'Save changes' }).click()
       await panel().waitFor()
       await shown('Compatible signature').getByText('Stripe-style (Stripe-Signature)', { exact: true }).waitFor()
       expect(await shown('Signing scheme').textContent()).toBe('HMAC and Ed25519 (v1 and v1a), while receivers move')
@@ -113,10 +77,10 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
       const captions = await panel().locator('figcaption').allTextContents()
       expect(captions).toEqual(['v1 (HMAC) or v1a (Ed25519) with outflow/verify', 'Stripe-style (Stripe-Signature), compatible'])
       const code = await panel().locator('pre').allTextContents()
-      expect(code[0]).toContain(`keySetUrl: '${server.origin}/api/v1/signing-keys'`)
+      expect(code[0]).toContain(`keySetUrl: '${session.server.origin}/api/v1/signing-keys'`)
       expect(code[1]).toContain('const secret = process.env.OLD_WEBHOOK_SECRET')
       expect(code[1]).toContain('Stripe.webhooks.constructEvent(rawBody, signature, secret)')
-      const html = await page.content()
+      const html = await page().content()
       expect(html).not.toContain(stripeSecret)
       expect(html).not.toContain(bearer)
       await noAxeViolations('destination page with a compatible signature and authentication')
@@ -134,21 +98,21 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
     })
 
     it('fits a phone and passes axe in the dark theme', async () => {
-      await page.setViewportSize({ width: 390, height: 844 })
+      await page().setViewportSize({ width: 390, height: 844 })
       await openDestination()
-      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
+      expect(await page().evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
       await noAxeViolations('receiver trust on a phone')
       await shot('portal-receiver-trust-phone.png')
-      await page.getByRole('button', { name: 'Switch to the dark theme' }).click()
+      await page().getByRole('button', { name: 'Switch to the dark theme' }).click()
       await noAxeViolations('receiver trust, dark')
-      await page.getByRole('button', { name: 'Switch to the light theme' }).click()
-      await page.setViewportSize({ width: 1280, height: 860 })
+      await page().getByRole('button', { name: 'Switch to the light theme' }).click()
+      await page().setViewportSize({ width: 1280, height: 860 })
     })
 
     it('ran without page errors, console errors or CSP violations', () => {
       // The save the engine refused (422) is logged by Chromium as a failed load.
       const expected = /^console error: Failed to load resource: the server responded with a status of 422/
-      expect(browser.problems.filter((p) => !expected.test(p))).toEqual([])
+      expect(portal.browser.problems.filter((p) => !expected.test(p))).toEqual([])
     })
   })
 }

@@ -46,11 +46,13 @@ function payloadText(payload: Destination['payload']): string {
   return "Default: the data itself (queues go thin above their broker's limit)"
 }
 
-/** How the destination's events are grouped into requests (see docs/delivery.md › Batched delivery). */
-function batchText(batch: Destination['batch']): string {
+/** How the destination's deliveries are grouped: one event per request, or batches (src/model/batch-policy.ts). */
+function batchText(destination: Destination): string {
+  const batch = destination.batch
   if (!batch) return 'Off: one event per request'
-  const format = batch.format === 'json' ? 'a JSON array' : 'a CloudEvents batch'
-  return `Up to ${batch.max_events} events and ${formatBytes(batch.max_bytes ?? 1024 ** 2)} per request, waiting up to ${batch.max_wait_ms ?? 1000} ms (webhooks: ${format})`
+  const bytes = batch.max_bytes === undefined ? '1 MiB' : formatBytes(batch.max_bytes)
+  const format = destination.type !== 'webhook' ? '' : batch.format === 'json' ? '; as a JSON array' : '; as a CloudEvents batch'
+  return `Up to ${batch.max_events} ${batch.max_events === 1 ? 'event' : 'events'} and ${bytes} per request, waiting at most ${batch.max_wait_ms ?? 1000} ms${format}`
 }
 
 function Settings({ destination, type }: { destination: Destination; type: DestinationType | undefined }) {
@@ -91,7 +93,7 @@ function Settings({ destination, type }: { destination: Destination; type: Desti
       <dt>Payload</dt>
       <dd>{payloadText(destination.payload)}</dd>
       <dt>Batching</dt>
-      <dd>{batchText(destination.batch)}</dd>
+      <dd>{batchText(destination)}</dd>
       <dt>Created</dt>
       <dd>{formatTime(destination.created_at)}</dd>
       <dt>Updated</dt>

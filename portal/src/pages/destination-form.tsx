@@ -11,6 +11,7 @@ import type { Destination, DestinationType, FieldSpec } from '../types.js'
 import { useLoad } from '../use-load.js'
 import { PageTitle } from './page-title.js'
 import { TopicPicker } from '../components/topic-picker.js'
+import { BatchSection, PayloadSection } from '../components/delivery-options.js'
 
 // Create and edit forms, generated from the type's field specs (what they send: destination-body.ts).
 
@@ -196,6 +197,8 @@ function DestinationForm({ type, existing }: FormProps) {
           <TopicsField value={state.topics} onChange={(topics) => setState({ ...state, topics })} error={errors.topics} />
           {section('Configuration', 'config')}
           {section('Credentials', 'credentials')}
+          <PayloadSection type={type} value={state.payload} onChange={(payload) => setState({ ...state, payload })} errors={errors} />
+          <BatchSection type={type} value={state.batch} onChange={(batch) => setState({ ...state, batch })} errors={errors} />
           <div class="actions">
             <a class="button" href={existing ? href(['destinations', existing.id]) : href(['destinations', 'new'])}>
               Cancel
