@@ -78,12 +78,22 @@ export function createOptions(type: string, payload: PayloadState, batch: BatchS
   return body
 }
 
-/** `payload` and `batch` of a PATCH when they changed; each replaces the stored one, null clears it. */
+/**
+ * `payload` and `batch` of a PATCH when they changed; null clears either. A PATCH is a merge patch, so `batch` names
+ * null for each optional field the stored policy has and the form left empty (the engine's default again).
+ */
 export function updateOptions(existing: Destination, payload: PayloadState, batch: BatchState): JsonObject {
   const body: JsonObject = {}
   const policy = payloadOf(payload)
   if (JSON.stringify(policy) !== JSON.stringify(payloadOf(initialPayload(existing.payload)))) body.payload = policy
   const batching = batchOf(batch, existing.type)
-  if (JSON.stringify(batching) !== JSON.stringify(batchOf(initialBatch(existing.batch), existing.type))) body.batch = batching && { ...batching }
+  if (JSON.stringify(batching) !== JSON.stringify(batchOf(initialBatch(existing.batch), existing.type))) body.batch = batching && batchPatch(existing.batch, batching)
   return body
+}
+
+/** The merge patch turning the stored batch policy into `next`: its fields, and null for those it drops. */
+function batchPatch(stored: Destination['batch'], next: BatchPolicy): JsonObject {
+  const patch: JsonObject = { ...next }
+  for (const key of ['max_bytes', 'max_wait_ms', 'format'] as const) if (stored?.[key] !== undefined && next[key] === undefined) patch[key] = null
+  return patch
 }
