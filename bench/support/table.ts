@@ -307,25 +307,34 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
   return lines.join('\n')
 }
 
-/** Batched delivery to a webhook: batch 1 and batch 100 measured in one process; the ratio is batch 100's rate over batch 1's. */
+/**
+ * Batched delivery to a webhook and to SQS (the fake): batch 1 and batch 100 of each measured in one process; the
+ * ratio is batch 100's rate over batch 1's.
+ */
 function batchRows(outcomes: Outcomes, sizes: Sizes): Row[] {
   if (!outcomes.has('batch:sqlite') && !outcomes.has('batch:postgres')) return []
-  return ([1, 100] as const).map((size) => ({
-    metric: `batched delivery: deliveries/s · engine CPU µs per delivery, ${int.format(sizes.deliveries)} events → 1 webhook, batch ${size}${size === 1 ? ' (no batch policy)' : ' (max_wait_ms 20, one CloudEvents batch POST)'}, end to end (publishMany ×${sizes.batch})`,
-    sqlite: rateCpuOf(outcomes, 'batch:sqlite', `batch${size}PerSec`, `batch${size}Cpu`),
-    postgres: rateCpuOf(outcomes, 'batch:postgres', `batch${size}PerSec`, `batch${size}Cpu`),
-    anchor: size === 1 ? '—' : 'batch 1 (row above, same run)',
-    ratio:
-      size === 1
-        ? '—'
-        : perDb((db) => {
-            const one = value(outcomes, `batch:${db}`, 'batch1PerSec')
-            const hundred = value(outcomes, `batch:${db}`, 'batch100PerSec')
-            return one && hundred ? `${(hundred / one).toFixed(2)}×` : undefined
-          }),
-    target: '—',
-    met: '—',
-  }))
+  const receivers = [
+    ['batch', '1 webhook', 'one CloudEvents batch POST'],
+    ['sqsBatch', '1 cloudx_sqs queue (the wire-level fake)', 'SendMessageBatch calls of 10'],
+  ] as const
+  return receivers.flatMap(([field, what, how]) =>
+    ([1, 100] as const).map((size) => ({
+      metric: `batched delivery: deliveries/s · engine CPU µs per delivery, ${int.format(sizes.deliveries)} events → ${what}, batch ${size}${size === 1 ? ' (no batch policy)' : ` (max_wait_ms 20, ${how})`}, end to end (publishMany ×${sizes.batch})`,
+      sqlite: rateCpuOf(outcomes, 'batch:sqlite', `${field}${size}PerSec`, `${field}${size}Cpu`),
+      postgres: rateCpuOf(outcomes, 'batch:postgres', `${field}${size}PerSec`, `${field}${size}Cpu`),
+      anchor: size === 1 ? '—' : 'batch 1 (row above, same run)',
+      ratio:
+        size === 1
+          ? '—'
+          : perDb((db) => {
+              const one = value(outcomes, `batch:${db}`, `${field}1PerSec`)
+              const hundred = value(outcomes, `batch:${db}`, `${field}100PerSec`)
+              return one && hundred ? `${(hundred / one).toFixed(2)}×` : undefined
+            }),
+      target: '—',
+      met: '—',
+    })),
+  )
 }
 
 const growthCaseNames = [
