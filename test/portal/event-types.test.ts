@@ -17,6 +17,8 @@ for (const storage of ['sqlite', 'postgres'] as StorageName[]) {
       const { page } = session
       await page.getByRole('link', { name: 'Event types' }).click()
       await page.getByRole('heading', { name: 'Event types', level: 1 }).waitFor()
+      // The title renders before the catalog is read: wait for the topics (CI met the empty list on Postgres).
+      await page.getByRole('heading', { name: Object.keys(catalog).at(-1), level: 2 }).waitFor()
       const headings = await page.getByRole('heading', { level: 2 }).allTextContents()
       expect(headings).toEqual(Object.keys(catalog))
 
