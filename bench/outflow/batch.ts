@@ -11,8 +11,7 @@
  */
 import type { Outflow } from '../../src/engine.js'
 import { startFakeSqs, type FakeSqs } from '../../test/fakes/sqs-server.js'
-import { sleep, wallNow } from '../support/clock.js'
-import { cpuMicros, deliveryTimeoutMs, measureDelivery } from '../support/measure.js'
+import { measureDelivery, measureHeld } from '../support/measure.js'
 import { closeOutflow, openOutflow, publishBatches, tenantId } from '../support/outflow.js'
 import { log, runScenario, type ScenarioContext } from '../support/scenario.js'
 import { startSink, type SinkHandle } from '../support/sink-client.js'
@@ -37,16 +36,6 @@ async function measure(ctx: ScenarioContext, outflow: Outflow, sink: SinkHandle,
 
 const sqsKeys = { key: 'AKIABENCHSQSBATCH000', secret: 'bench-sqs-batch-secret-0123456789abcdef' }
 
-/** Resolves once the fake queue holds `count` messages, at the time it saw them. */
-async function queued(sqs: FakeSqs, count: number, timeoutMs: number): Promise<number> {
-  const deadline = wallNow() + timeoutMs
-  while (sqs.messages.length < count) {
-    if (wallNow() > deadline) throw new Error(`cloudx_sqs: ${sqs.messages.length} of ${count} messages after ${timeoutMs} ms`)
-    await sleep(2)
-  }
-  return wallNow()
-}
-
 /** One measurement to a fresh cloudx_sqs destination on its own fake queue, warm-up first (not counted). */
 async function measureSqs(ctx: ScenarioContext, outflow: Outflow, batch: { max_events: number; max_wait_ms: number } | undefined) {
   const { sizes } = ctx
@@ -60,15 +49,8 @@ async function measureSqs(ctx: ScenarioContext, outflow: Outflow, batch: { max_e
   })
   try {
     const publish = (from: number, count: number) => publishBatches(outflow, from, count, sizes.batch, sizes.publishLanes)
-    await publish(0, sizes.warmup)
-    await queued(sqs, sizes.warmup, deliveryTimeoutMs(sizes.warmup))
-    await sleep(300)
-    const cpu0 = cpuMicros()
-    const t0 = wallNow()
-    const reached = queued(sqs, sizes.warmup + sizes.deliveries, deliveryTimeoutMs(sizes.deliveries))
-    await publish(sizes.warmup, sizes.deliveries)
-    const t1 = await reached
-    return { perSec: sizes.deliveries / ((t1 - t0) / 1000), cpuUsPerDelivery: (cpuMicros() - cpu0) / sizes.deliveries, calls: sqs.calls.length }
+    const { perSec, cpuUsPerDelivery } = await measureHeld(sizes, 'cloudx_sqs', () => sqs.messages.length, publish)
+    return { perSec, cpuUsPerDelivery, calls: sqs.calls.length }
   } finally {
     await outflow.deleteDestination(tenantId, destination.id)
     await sqs.close()

@@ -9,8 +9,7 @@
 import type { Outflow } from '../../src/engine.js'
 import { startFakeEventBridge } from '../../test/fakes/eventbridge-server.js'
 import { startFakeKafka } from '../../test/fakes/kafka-server.js'
-import { sleep, wallNow } from '../support/clock.js'
-import { cpuMicros, deliveryTimeoutMs } from '../support/measure.js'
+import { measureHeld, type HeldFigures } from '../support/measure.js'
 import { closeOutflow, openOutflow, publishBatches, tenantId } from '../support/outflow.js'
 import { log, runScenario, type ScenarioContext } from '../support/scenario.js'
 
@@ -39,35 +38,15 @@ async function eventBridgeReceiver(): Promise<Receiver> {
   }
 }
 
-/** Resolves once `receiver` holds `count` events (polled every 2 ms), at the time it saw them. */
-async function receivedAll(receiver: Receiver, count: number, timeoutMs: number): Promise<number> {
-  const deadline = wallNow() + timeoutMs
-  while (receiver.received() < count) {
-    if (wallNow() > deadline) throw new Error(`${receiver.type}: ${receiver.received()} of ${count} events after ${timeoutMs} ms`)
-    await sleep(2)
-  }
-  return wallNow()
-}
-
 /** Deliveries/s of one type, warm-up first (not counted); the engine and its tenant are the scenario's. */
-async function measure(ctx: ScenarioContext, outflow: Outflow, receiver: Receiver): Promise<{ perSec: number; cpuUsPerDelivery: number; produceSeconds: number; seconds: number }> {
+async function measure(ctx: ScenarioContext, outflow: Outflow, receiver: Receiver): Promise<HeldFigures> {
   const { sizes } = ctx
   const destination = await outflow.createDestination(tenantId, { type: receiver.type, topics: ['*'], ...receiver.target })
   const publish = (from: number, count: number) => publishBatches(outflow, from, count, sizes.batch, sizes.publishLanes)
-  await publish(0, sizes.warmup)
-  await receivedAll(receiver, sizes.warmup, deliveryTimeoutMs(sizes.warmup))
-  await sleep(300)
-  const cpu0 = cpuMicros()
-  const t0 = wallNow()
-  const reached = receivedAll(receiver, sizes.warmup + sizes.deliveries, deliveryTimeoutMs(sizes.deliveries))
-  await publish(sizes.warmup, sizes.deliveries)
-  const produced = wallNow()
-  const t1 = await reached
-  const cpuUs = cpuMicros() - cpu0
-  const seconds = (t1 - t0) / 1000
+  const figures = await measureHeld(sizes, receiver.type, receiver.received, publish)
   // The next type's events must not fan out to this one.
   await outflow.deleteDestination(tenantId, destination.id)
-  return { perSec: sizes.deliveries / seconds, cpuUsPerDelivery: cpuUs / sizes.deliveries, produceSeconds: (produced - t0) / 1000, seconds }
+  return figures
 }
 
 runScenario(async (ctx) => {

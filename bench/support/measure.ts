@@ -69,6 +69,46 @@ export async function measureDelivery(
   return { perSec: n / seconds, seconds, produceSeconds: (produced - t0) / 1000, duplicates, warmed, cpuUsPerDelivery: cpuUs / n }
 }
 
+/** Deliveries/s, CPU per delivery and the time producing took, of one measurement without a sink process. */
+export interface HeldFigures {
+  perSec: number
+  cpuUsPerDelivery: number
+  produceSeconds: number
+  seconds: number
+}
+
+/**
+ * Deliveries per second to an in-process receiver (a wire-level fake) that counts what it holds: `warmup` events
+ * first, not counted, then `deliveries` events, the clock stopping when `held()` reaches them all (polled every
+ * 2 ms). `name` is the receiver's, for the error when it does not get there in time.
+ *
+ * @example
+ * const f = await measureHeld({ warmup: 500, deliveries: 5000 }, 'cloudx_sqs', () => sqs.messages.length, (from, count) => publishBatches(outflow, from, count, 100, 4))
+ */
+export async function measureHeld(sizes: { warmup: number; deliveries: number }, name: string, held: () => number, produce: Produce): Promise<HeldFigures> {
+  const holding = async (count: number, timeoutMs: number): Promise<number> => {
+    const deadline = wallNow() + timeoutMs
+    while (held() < count) {
+      if (wallNow() > deadline) throw new Error(`${name}: ${held()} of ${count} held after ${timeoutMs} ms`)
+      await sleep(2)
+    }
+    return wallNow()
+  }
+  await produce(0, sizes.warmup)
+  await holding(sizes.warmup, deliveryTimeoutMs(sizes.warmup))
+  await sleep(300)
+  const cpu0 = cpuMicros()
+  const t0 = wallNow()
+  const reached = holding(sizes.warmup + sizes.deliveries, deliveryTimeoutMs(sizes.deliveries))
+  reached.catch(() => {})
+  await produce(sizes.warmup, sizes.deliveries)
+  const produced = wallNow()
+  const t1 = await reached
+  const cpuUs = cpuMicros() - cpu0
+  const seconds = (t1 - t0) / 1000
+  return { perSec: sizes.deliveries / seconds, cpuUsPerDelivery: cpuUs / sizes.deliveries, produceSeconds: (produced - t0) / 1000, seconds }
+}
+
 /**
  * The warm-up before a delivery measurement, not counted: at least `warmup` events and at least
  * `warmupMs` of traffic, each round produced and received before the next. Resets the sink after

@@ -8,7 +8,7 @@ import type { ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher } from './types.js'
-import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
+import { awsBatchCall, sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parseStored } from './settings.js'
 
@@ -158,19 +158,18 @@ interface EventBridgeTarget {
 
 /** One PutEvents call: one result per entry, in order; a failure of the whole call is every entry's result. */
 async function putEvents({ sdk, client, config, secrets }: EventBridgeTarget, entries: EventBridge.PutEventsRequestEntry[], signal: AbortSignal): Promise<AttemptResult[]> {
-  try {
-    const output = await client.send(new sdk.PutEventsCommand({ Entries: entries }), { abortSignal: signal })
-    const status = output.$metadata.httpStatusCode ?? 200
+  return awsBatchCall(
+    entries.length,
+    () => client.send(new sdk.PutEventsCommand({ Entries: entries }), { abortSignal: signal }),
     // PutEvents answers 200 even when it took none of the entries: each carries its own error code.
-    return entries.map((_, i) => {
-      const result = output.Entries?.[i]
-      if (!result?.EventId || result.ErrorCode) return failedEntry(result, status)
-      return { ok: true, response_status_code: status, response_body: JSON.stringify({ event_id: result.EventId, event_bus: config.event_bus }) }
-    })
-  } catch (err) {
-    const result = failureOf(err, describeEventBridgeError, { signal, secrets })
-    return entries.map(() => result)
-  }
+    (output, status) =>
+      entries.map((_, i) => {
+        const result = output.Entries?.[i]
+        if (!result?.EventId || result.ErrorCode) return failedEntry(result, status)
+        return { ok: true, response_status_code: status, response_body: JSON.stringify({ event_id: result.EventId, event_bus: config.event_bus }) }
+      }),
+    (err) => failureOf(err, describeEventBridgeError, { signal, secrets }),
+  )
 }
 
 /** The region to sign for: configured, else the bus ARN's, else us-east-1. */

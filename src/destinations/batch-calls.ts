@@ -58,6 +58,28 @@ export async function sendCalls<T>(entries: readonly T[], calls: readonly [numbe
 }
 
 /**
+ * One call of an AWS batch API (PutEvents, PutRecords, SendMessageBatch), which answers an outcome per entry:
+ * `read` turns the call's output, with its HTTP status, into one result per entry; a failure of the whole call
+ * (refused, unreachable, past the deadline) is every entry's result, as `failed` makes it.
+ *
+ * @example
+ * return awsBatchCall(entries.length, () => client.send(command, { abortSignal: signal }), (out, status) => entries.map(…), (err) => failureOf(err, describe, { signal, secrets }))
+ */
+export async function awsBatchCall<O extends { $metadata: { httpStatusCode?: number } }>(
+  count: number,
+  call: () => Promise<O>,
+  read: (output: O, status: number) => AttemptResult[],
+  failed: (err: unknown) => AttemptResult,
+): Promise<AttemptResult[]> {
+  try {
+    const output = await call()
+    return read(output, output.$metadata.httpStatusCode ?? 200)
+  } catch (err) {
+    return new Array<AttemptResult>(count).fill(failed(err))
+  }
+}
+
+/**
  * Results for `count` messages from the results of those that were sent: `sent[i]` is the message index of the
  * i-th result; a message left out has its own result in `early` (one the publisher made without sending it).
  *

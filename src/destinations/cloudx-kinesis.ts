@@ -8,7 +8,7 @@ import { renderForAttempt, renderTemplate, TemplateSchema, templateSubject } fro
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { errorCodes } from '../net/transport-error.js'
 import { failureOf, type DescribeError, type FailureDescription } from './failure.js'
-import { sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
+import { awsBatchCall, sendCalls, sendPrepared, splitCalls, type CallLimits } from './batch-calls.js'
 import type { DeliveryMessage, DestinationTypeDefinition, PublishOptions, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 
@@ -141,18 +141,17 @@ function recordFailure(target: KinesisTarget, entry: Kinesis.PutRecordsResultEnt
 /** One PutRecords call: one result per record, in order; a failure of the whole call is every record's result. */
 async function putRecords(target: KinesisTarget, records: { PartitionKey: string; Data: Buffer }[], signal: AbortSignal): Promise<AttemptResult[]> {
   const { sdk, client, config } = target
-  try {
-    const out = await client.send(new sdk.PutRecordsCommand({ StreamName: config.stream_name, Records: records }), { abortSignal: signal })
-    const status = out.$metadata.httpStatusCode ?? 200
-    return records.map((record, i) => {
-      const entry = out.Records?.[i]
-      if (!entry) return { ok: false, error_kind: 'unknown', error: `Kinesis answered nothing for record ${i}`, response_status_code: status }
-      return entry.ErrorCode ? recordFailure(target, entry, status) : recordResult(config.stream_name, record.PartitionKey, status, entry)
-    })
-  } catch (err) {
-    const result = failureOf(err, target.describe, { signal, secrets: target.secrets })
-    return records.map(() => result)
-  }
+  return awsBatchCall(
+    records.length,
+    () => client.send(new sdk.PutRecordsCommand({ StreamName: config.stream_name, Records: records }), { abortSignal: signal }),
+    (out, status) =>
+      records.map((record, i) => {
+        const entry = out.Records?.[i]
+        if (!entry) return { ok: false, error_kind: 'unknown', error: `Kinesis answered nothing for record ${i}`, response_status_code: status }
+        return entry.ErrorCode ? recordFailure(target, entry, status) : recordResult(config.stream_name, record.PartitionKey, status, entry)
+      }),
+    (err) => failureOf(err, target.describe, { signal, secrets: target.secrets }),
+  )
 }
 
 /** Several deliveries in PutRecords calls of at most 500 records and 5 MiB; a message without a partition key fails alone. */

@@ -3,7 +3,7 @@ import * as v from 'valibot'
 import { awsCredentialFields, awsCredentials, AwsCredentialsSchema, awsFallbackKind, awsRequestHandler } from './aws.js'
 import { errorCodes, isConnectionFailure } from '../net/transport-error.js'
 import { failureOf, type FailureDescription } from './failure.js'
-import { sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
+import { awsBatchCall, sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
 import type { AttemptResult } from '../model/attempt-result.js'
 import { privateHostError } from '../net/endpoint-guard.js'
 import { loadPeer } from '../load-peer.js'
@@ -252,21 +252,21 @@ interface SqsBatchTarget {
 /** One SendMessageBatch call: one result per input, in order; a failure of the whole call is every entry's result. */
 async function sendBatchCall({ sdk, client, queueUrl, secrets }: SqsBatchTarget, inputs: Sqs.SendMessageCommandInput[], signal: AbortSignal): Promise<AttemptResult[]> {
   const entries = inputs.map(({ QueueUrl: _url, ...entry }, i) => ({ ...entry, Id: `m${i}` }))
-  try {
-    const out = await client.send(new sdk.SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }), { abortSignal: signal })
-    const status = out.$metadata.httpStatusCode ?? 200
-    const sent = new Map((out.Successful ?? []).map((e) => [e.Id, e]))
-    const failed = new Map((out.Failed ?? []).map((e) => [e.Id, e]))
-    return entries.map(({ Id }) => {
-      const ok = sent.get(Id)
-      if (ok) return sentResult(status, ok.MessageId, ok.SequenceNumber)
-      const refused = failed.get(Id)
-      return refused ? entryFailure(refused, status, secrets) : { ok: false, error_kind: 'unknown', error: `SQS answered nothing for entry ${Id}`, response_status_code: status }
-    })
-  } catch (err) {
-    const result = failureOf(err, describeSqsError, { signal, secrets })
-    return inputs.map(() => result)
-  }
+  return awsBatchCall(
+    entries.length,
+    () => client.send(new sdk.SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }), { abortSignal: signal }),
+    (out, status) => {
+      const sent = new Map((out.Successful ?? []).map((e) => [e.Id, e]))
+      const failed = new Map((out.Failed ?? []).map((e) => [e.Id, e]))
+      return entries.map(({ Id }) => {
+        const ok = sent.get(Id)
+        if (ok) return sentResult(status, ok.MessageId, ok.SequenceNumber)
+        const refused = failed.get(Id)
+        return refused ? entryFailure(refused, status, secrets) : { ok: false, error_kind: 'unknown', error: `SQS answered nothing for entry ${Id}`, response_status_code: status }
+      })
+    },
+    (err) => failureOf(err, describeSqsError, { signal, secrets }),
+  )
 }
 
 /** Several deliveries in SendMessageBatch calls of at most 10 entries and 256 KiB, in order (a FIFO queue stops at a failure). */

@@ -7,7 +7,7 @@ import { isConnectionFailure, transportErrorKind, transportKindInText } from '..
 import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { sendCalls } from './batch-calls.js'
-import { lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
+import { checkedHost, lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
 import type { DeliveryMessage, DestinationTypeDefinition, Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parsedBy, parseStored } from './settings.js'
@@ -315,10 +315,8 @@ export const cloudyServicebus: DestinationTypeDefinition = {
 
     return {
       async publish(message, { signal }) {
-        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        const host = await checkHost()
+        const host = await checkedHost(connection, checkHost)
         if ('failure' in host) return host.failure
-        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
         const send = async ({ sender }: Connection): Promise<AttemptResult> => {
           await sender.sendMessages(serviceBusMessage(message), { abortSignal: signal })
           return sentResult(message)
@@ -326,11 +324,8 @@ export const cloudyServicebus: DestinationTypeDefinition = {
         return sendOver(connection, host.addresses, send, { signal, secrets, describe: describeServiceBusError, drop: dropAfter })
       },
       async publishBatch(messages, { signal }) {
-        const closed = (): AttemptResult[] => messages.map(() => ({ ok: false, error_kind: 'unknown', error: 'the publisher is closed' }))
-        if (connection.closed) return closed()
-        const host = await checkHost()
+        const host = await checkedHost(connection, checkHost)
         if ('failure' in host) return messages.map(() => host.failure)
-        if (connection.closed) return closed()
         const fail = (err: unknown) => failureOf(err, describeServiceBusError, { signal, secrets })
         const send = ({ sender }: Connection) => sendBatches(sender, messages, signal, fail)
         return sendBatchOver(connection, host.addresses, messages.length, send, { signal, secrets, describe: describeServiceBusError, drop: dropAfter })

@@ -9,7 +9,7 @@ import type { AttemptResult, ErrorKind } from '../model/attempt-result.js'
 import { failureOf, type FailureDescription } from './failure.js'
 import { sendCalls, splitCalls, type CallLimits } from './batch-calls.js'
 import { googleCredentialIssue, googleCredentialSecrets } from './google-credentials.js'
-import { lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
+import { checkedHost, lazyConnection, sendBatchOver, sendOver } from './lazy-connection.js'
 import { jsonBody, type DeliveryMessage, type DestinationTypeDefinition, type Publisher } from './types.js'
 import type { FieldSpec } from '../model/destination-type.js'
 import { parsedBy, parseStored } from './settings.js'
@@ -306,10 +306,8 @@ export const cloudzPubsub: DestinationTypeDefinition = {
 
     return {
       async publish(message, { signal }) {
-        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
-        const host = await checkHost()
+        const host = await checkedHost(connection, checkHost)
         if ('failure' in host) return host.failure
-        if (connection.closed) return { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
         const send = async ({ topic }: OpenTopic): Promise<AttemptResult> => {
           const data = Buffer.from(jsonBody(message), 'utf8')
           // The SDK takes no signal: the attempt stops waiting at its deadline, and the call's late outcome is ignored.
@@ -325,11 +323,8 @@ export const cloudzPubsub: DestinationTypeDefinition = {
         })
       },
       async publishBatch(messages, { signal }) {
-        const closed = (): AttemptResult[] => messages.map(() => ({ ok: false, error_kind: 'unknown', error: 'the publisher is closed' }))
-        if (connection.closed) return closed()
-        const host = await checkHost()
+        const host = await checkedHost(connection, checkHost)
         if ('failure' in host) return messages.map(() => host.failure)
-        if (connection.closed) return closed()
         const pin = emulator ? host.addresses?.[0]?.address : undefined
         return sendBatchOver(connection, pin, messages.length, (open) => publishAll(open, messages, signal, secrets), {
           signal,

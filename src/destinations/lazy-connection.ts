@@ -135,6 +135,23 @@ class OnDemandConnection<T, Input> implements LazyConnection<T, Input> {
   }
 }
 
+const closedResult: AttemptResult = { ok: false, error_kind: 'unknown', error: 'the publisher is closed' }
+
+/**
+ * The checks before a send over `connection`: the publisher still open, then the destination's host allowed
+ * (`checkHost`, which may resolve it, so the publisher is checked again after it). Answers what `checkHost` found,
+ * or the failure to answer with instead of sending.
+ *
+ * @example
+ * const host = await checkedHost(connection, checkHost)
+ * if ('failure' in host) return host.failure
+ */
+export async function checkedHost<H extends object>(connection: { readonly closed: boolean }, checkHost: () => Promise<H | { failure: AttemptResult }>): Promise<H | { failure: AttemptResult }> {
+  if (connection.closed) return { failure: closedResult }
+  const host = await checkHost()
+  return 'failure' in host || !connection.closed ? host : { failure: closedResult }
+}
+
 /** How `sendOver` turns a failed send into the attempt's result, and whether it gives up the connection. */
 export interface SendFailure<T> extends FailureOptions {
   /** The type's own error tables (see failureOf). */

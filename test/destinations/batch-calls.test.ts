@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { mergeResults, sendCalls, sendPrepared, splitCalls } from '../../src/destinations/batch-calls.js'
+import { awsBatchCall, mergeResults, sendCalls, sendPrepared, splitCalls } from '../../src/destinations/batch-calls.js'
 import type { AttemptResult } from '../../src/model/attempt-result.js'
 
 describe('batch calls', () => {
@@ -57,5 +57,17 @@ describe('batch calls', () => {
     expect(ordered.map((r) => r.error_kind ?? 'ok')).toEqual(['ok', 'configuration', 'configuration', 'configuration'])
     expect(ordered[3]!.error).toContain('not sent')
     expect(sent).toEqual([['a', 'c', 'd'], ['a']])
+  })
+
+  it('reads an AWS batch call per entry with its status, and gives a failure of the whole call to every entry', async () => {
+    const read = (out: { ids: string[]; $metadata: { httpStatusCode?: number } }, status: number): AttemptResult[] => out.ids.map((id) => ({ ok: true, response_status_code: status, response_body: id }))
+    const failed = (err: unknown): AttemptResult => ({ ok: false, error_kind: 'network', error: (err as Error).message })
+    const answered = await awsBatchCall(2, async () => ({ ids: ['a', 'b'], $metadata: {} }), read, failed)
+    expect(answered).toEqual([
+      { ok: true, response_status_code: 200, response_body: 'a' },
+      { ok: true, response_status_code: 200, response_body: 'b' },
+    ])
+    const refused = await awsBatchCall(3, () => Promise.reject(new Error('socket hang up')), read, failed)
+    expect(refused).toEqual(Array(3).fill({ ok: false, error_kind: 'network', error: 'socket hang up' }))
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { lazyConnection } from '../../src/destinations/lazy-connection.js'
+import { checkedHost, lazyConnection } from '../../src/destinations/lazy-connection.js'
 
 /** A connection that records whether it was closed. */
 interface Conn {
@@ -96,5 +96,19 @@ describe('lazyConnection', () => {
     expect(connection.closed).toBe(true)
     await expect(connection.get(live())).rejects.toThrow(/closed/)
     expect(opens).toHaveLength(1)
+  })
+
+  it('checks the host only while the publisher is open, and again after the check', async () => {
+    const state = { closed: false }
+    const found = { addresses: undefined }
+    expect(await checkedHost(state, async () => found)).toBe(found)
+    const refused = { failure: { ok: false as const, error_kind: 'ssrf' as const, error: 'private address' } }
+    expect(await checkedHost(state, async () => refused)).toBe(refused)
+    // Closed while the host was being resolved: nothing is sent.
+    const closing = await checkedHost(state, async () => ((state.closed = true), found))
+    expect(closing).toEqual({ failure: { ok: false, error_kind: 'unknown', error: 'the publisher is closed' } })
+    let checked = 0
+    expect(await checkedHost(state, async () => (checked++, found))).toEqual(closing)
+    expect(checked).toBe(0)
   })
 })
