@@ -107,6 +107,19 @@ describe.runIf(reachable)('a consumer project installing the packed tarball', { 
     expect(names.length).toBeLessThanOrEqual(17)
   })
 
+  it('has npm pick, for `npm install outflow better-sqlite3`, the better-sqlite3 that runs on this Node: 12 on 20, 13 on 24', async () => {
+    // better-sqlite3 13 needs Node 22 (it crashes on 20) and 12 aborts Node 24 processes (docs/testing.md): the peer
+    // range takes both, and npm prefers the versions whose engines take the Node it runs on.
+    const picker = join(dir, 'picker')
+    mkdirSync(picker)
+    writeFileSync(join(picker, 'package.json'), JSON.stringify({ name: 'picker', private: true }))
+    await npm(['install', '--package-lock-only', '--ignore-scripts', '--prefer-offline', packed.tarball, 'better-sqlite3'], picker)
+    const lock = JSON.parse(readFileSync(join(picker, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> }
+    const major = Number(lock.packages['node_modules/better-sqlite3']!.version.split('.')[0])
+    const node = Number(process.versions.node.split('.')[0])
+    expect(node < 22 ? [12] : node >= 24 ? [13] : [12, 13]).toContain(major)
+  })
+
   it('runs as ESM (import)', async () => {
     writeFileSync(join(consumer, 'probe.mjs'), `import http from 'node:http'\nimport { createOutflow, OutflowError } from 'outflow'\nimport { sqlite } from 'outflow/sqlite'\nconsole.log(JSON.stringify(await (async () => {${probeBody}})()))`)
     const { stdout } = await run(process.execPath, ['probe.mjs'], { cwd: consumer, ...probeTimeout })
