@@ -20,6 +20,8 @@ Commands:
 Options:
   -c, --config <file>   JSON settings (also OUTFLOW_CONFIG); environment variables override it
   --batch-size <n>      reencrypt: rows per transaction (default 500)
+  --partition-history   migrate, Postgres: move an existing event log to daily partitions, online and
+                        resumably (engines go on delivering; see README, "Partitioned history")
   -h, --help            this text
   -v, --version         the version
 
@@ -42,7 +44,7 @@ async function main(argv: string[]): Promise<void> {
   const logger = jsonLogger(read.settings.logLevel)
   try {
     if (command === 'serve') await serve(read, logger, process.env)
-    else if (command === 'migrate') await migrate(read, logger)
+    else if (command === 'migrate') await migrate(read, logger, values['partition-history'] ?? false)
     else await reencrypt(read, batchSize(values['batch-size']))
   } catch (error) {
     throw explain(error, read)
@@ -57,6 +59,7 @@ function parseCommandLine(argv: string[]) {
       options: {
         config: { type: 'string', short: 'c' },
         'batch-size': { type: 'string' },
+        'partition-history': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -72,20 +75,28 @@ function batchSize(text: string | undefined): number {
   return Number(text)
 }
 
-/** `outflow migrate`: the storage's migrations only (no keys needed), for operators who migrate before deploying. */
-async function migrate({ settings }: ReadSettings, logger: ReturnType<typeof jsonLogger>): Promise<void> {
+/**
+ * `outflow migrate`: the storage's migrations only (no keys needed), for operators who migrate before deploying;
+ * with `--partition-history`, then the move of a Postgres event log to daily partitions, its steps logged.
+ */
+async function migrate({ settings }: ReadSettings, logger: ReturnType<typeof jsonLogger>, partitionHistory: boolean): Promise<void> {
   const target = storageOf(settings)
+  if (partitionHistory && target.kind !== 'postgres') throw new UsageError('--partition-history moves a Postgres event log: set DATABASE_URL to a postgres:// URL')
   try {
     const storage = await target.open()
     try {
       await storage.migrate()
+      logger.info({ storage: target.kind, at: target.where }, 'migrations applied')
+      if (partitionHistory && storage.partitionHistory) {
+        const report = await storage.partitionHistory((message, fields) => logger.info(fields, message))
+        logger.info(report, report.moved ? 'the event log is partitioned by day' : 'the event log was already partitioned by day')
+      }
     } finally {
       await storage.close()
     }
   } catch (error) {
     throw storageError(target, error)
   }
-  logger.info({ storage: target.kind, at: target.where }, 'migrations applied')
 }
 
 /** `outflow reencrypt`: prints `{ scanned, reencrypted, failed, signing_keys }`; exit code 1 when a row could not be read. */

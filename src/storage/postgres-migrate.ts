@@ -5,6 +5,7 @@ import type PostgresJs from 'postgres'
 import { migrationsFolder } from './migrations-folder.js'
 import { createPartitionsAhead, daysAhead, historyPartitioned, partitionEmptyHistory } from './postgres-partitions.js'
 import { createClaimFunction } from './postgres-partitioned-claim.js'
+import { movePlainHistory, type MoveProgress, type MoveReport } from './postgres-partition-move.js'
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
@@ -25,6 +26,23 @@ export async function migratePostgres(connect: typeof PostgresJs, drizzle: typeo
     await migrate(drizzle({ client: lockClient }), { migrationsFolder: folder, migrationsSchema: schemaName, migrationsTable })
     await prepareHistory(lockClient, schemaName, partition)
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
+  } finally {
+    await lockClient.end()
+  }
+}
+
+/**
+ * Move an existing install's plain event log to the partitioned layout, online and resumably (see
+ * postgres-partition-move.ts), under the migration lock; then the claim function and the coming days' partitions.
+ */
+export async function partitionPostgresHistory(connect: typeof PostgresJs, url: string, schemaName: string, progress: MoveProgress): Promise<MoveReport> {
+  const lockClient = connect(url, { max: 1, onnotice: () => {}, connection: { search_path: `"${schemaName}"` } })
+  try {
+    await lockClient`select pg_advisory_lock(${migrationLockKey})`
+    const report = await movePlainHistory(lockClient, schemaName, progress)
+    await prepareHistory(lockClient, schemaName, false)
+    await lockClient`select pg_advisory_unlock(${migrationLockKey})`
+    return report
   } finally {
     await lockClient.end()
   }

@@ -5,18 +5,36 @@ import type { DroppedDay, PartitionRequest } from './storage.js'
 /** How often a storage on the partitioned layout makes the coming days' partitions by itself (the pruner also does, each pass). */
 const aheadEveryMs = 3_600_000
 
+/** How often a storage on the plain layout looks again: another process may have moved it (`outflow migrate --partition-history`). */
+const plainRecheckMs = 60_000
+
 /**
- * The storage's side of the partitioned layout: which layout the schema has (read once, again after migrate()),
+ * The storage's side of the partitioned layout: which layout the schema has (read once, again after migrate(), and
+ * every minute while plain, so an engine running beside a move goes on to claim and prune as the new layout wants),
  * the coming days' partitions kept made (hourly, so an engine without retention never falls into DEFAULT),
  * and retention's drop of whole days.
  */
 export function partitionsKeeper(client: PostgresJs.Sql, schema: string, bound: <T>(work: () => Promise<T>) => Promise<T>) {
   let layout: Promise<boolean> | undefined
+  /** When the layout was last read as plain (undefined: not plain, or not read yet). */
+  let plainAt: number | undefined
   let timer: NodeJS.Timeout | undefined
+  const keepAhead = () => {
+    if (timer) return
+    timer = setInterval(() => void createPartitionsAhead(client, schema, new Date(), daysAhead).catch(() => {}), aheadEveryMs)
+    timer.unref()
+  }
   const partitioned = (): Promise<boolean> => {
-    if (!layout) {
-      layout = bound(() => historyPartitioned(client, schema))
-      layout.catch(() => (layout = undefined))
+    if (!layout || (plainAt !== undefined && Date.now() - plainAt > plainRecheckMs)) {
+      plainAt = undefined
+      const reading = bound(() => historyPartitioned(client, schema))
+      layout = reading
+      reading.then(
+        (value) => (value ? keepAhead() : (plainAt = Date.now())),
+        () => {
+          if (layout === reading) layout = undefined
+        },
+      )
     }
     return layout
   }
@@ -25,9 +43,7 @@ export function partitionsKeeper(client: PostgresJs.Sql, schema: string, bound: 
     /** After migrate(): read the layout again, and on the partitioned one keep the coming days made. */
     async migrated(): Promise<void> {
       layout = undefined
-      if (!(await partitioned()) || timer) return
-      timer = setInterval(() => void createPartitionsAhead(client, schema, new Date(), daysAhead).catch(() => {}), aheadEveryMs)
-      timer.unref()
+      await partitioned()
     },
     async prune(q: PartitionRequest): Promise<DroppedDay[]> {
       if (!(await partitioned())) return []

@@ -14,7 +14,7 @@ const day = 86_400_000
 export const daysAhead = 7
 
 /** The partitioned tables, their partition key, and the unique key each partition keeps (Citus rule: with tenant_id). */
-const tables = [
+export const partitionedTables = [
   { name: 'events', key: 'created_at', unique: 'tenant_id, id', primary: null },
   { name: 'deliveries', key: 'event_created_at', unique: 'tenant_id, event_id, destination_id', primary: 'id, tenant_id, event_created_at' },
   { name: 'attempts', key: 'event_created_at', unique: null, primary: 'id, tenant_id, event_created_at' },
@@ -42,7 +42,7 @@ export async function partitionEmptyHistory(sql: PostgresJs.Sql, schema: string)
   const [row] = await sql.unsafe(`select exists (select 1 from "${schema}".events) or exists (select 1 from "${schema}".deliveries) as used`)
   if (row?.used) return false
   await sql.begin(async (tx) => {
-    for (const t of tables) {
+    for (const t of partitionedTables) {
       const qualified = `"${schema}".${t.name}`
       const indexes = await tx<{ def: string }[]>`
         select pg_get_indexdef(indexrelid) as def from pg_index where indrelid = ${qualified}::regclass and not indisunique`
@@ -71,20 +71,34 @@ export async function createPartitionsAhead(sql: PostgresJs.Sql, schema: string,
     const from = dayStart(now.getTime()) + i * day
     const name = dayName(from)
     if (existing.has(name)) continue
-    try {
-      await sql.begin(async (tx) => {
-        await tx`set local lock_timeout = '2s'`
-        for (const t of tables) {
-          const partition = partitionOf(schema, t.name, `p${name}`)
-          await tx.unsafe(`create table if not exists ${partition} partition of "${schema}".${t.name}
-            for values from ('${new Date(from).toISOString()}') to ('${new Date(from + day).toISOString()}')`)
-          if (t.unique) await tx.unsafe(`create unique index if not exists ${t.name}_p${name}_key on ${partition} (${t.unique})`)
+    // Each day waits at most 100 ms for the tables' locks, tried 40 times 25 ms apart: a lock request queued longer
+    // holds up every statement behind it, and one queued past deadlock_timeout (1 s) makes claims (which hold
+    // deliveries and want events) deadlock victims.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sql.begin(async (tx) => {
+          await tx`set local lock_timeout = '100ms'`
+          for (const t of partitionedTables) {
+            const partition = partitionOf(schema, t.name, `p${name}`)
+            await tx.unsafe(`create table if not exists ${partition} partition of "${schema}".${t.name}
+              for values from ('${new Date(from).toISOString()}') to ('${new Date(from + day).toISOString()}')`)
+            if (t.unique) await tx.unsafe(`create unique index if not exists ${t.name}_p${name}_key on ${partition} (${t.unique})`)
+          }
+        })
+        created.push(name)
+        break
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? ''
+        if (['55P03', '40P01'].includes(code) && attempt < 40) {
+          await new Promise((resolve) => setTimeout(resolve, 25))
+          continue
         }
-      })
-      created.push(name)
-    } catch (err) {
-      // 23514: the DEFAULT partition has rows of that day; 42P07/23505: another instance created it meanwhile.
-      if (!['23514', '42P07', '23505', '55P03'].includes((err as { code?: string }).code ?? '')) throw err
+        // 23514: the DEFAULT partition has rows of that day; 42P07/23505: another instance created it meanwhile;
+        // 42P17: the day is before the cutover of a moved install (its `_unpartitioned` partitions hold it);
+        // 55P03/40P01: the tables stayed busy (the next pass makes it).
+        if (!['23514', '42P07', '23505', '55P03', '40P01', '42P17'].includes(code)) throw err
+        break
+      }
     }
   }
   return created
@@ -114,7 +128,7 @@ export async function dropPartitionsBefore(sql: PostgresJs.Sql, schema: string, 
     const detached = await sql
       .begin(async (tx) => {
         await tx.unsafe(`set local lock_timeout = '${lockTimeoutMs}ms'`)
-        for (const t of [...tables].reverse()) await tx.unsafe(`alter table "${schema}".${t.name} detach partition ${partitionOf(schema, t.name, `p${name}`)}`)
+        for (const t of [...partitionedTables].reverse()) await tx.unsafe(`alter table "${schema}".${t.name} detach partition ${partitionOf(schema, t.name, `p${name}`)}`)
         // Under the locks: a delivery made pending again (a manual retry) since the check keeps the day.
         if (!(await droppable(tx, schema, name, before))) throw new KeptDay()
         return true
@@ -152,7 +166,7 @@ async function detachedDays(sql: PostgresJs.Sql, schema: string): Promise<string
 /** Count a detached day's rows and drop its partitions (nobody else reads a detached table). */
 async function countAndDrop(sql: PostgresJs.Sql, schema: string, name: string): Promise<DroppedDay> {
   const result: DroppedDay = { day: name, events: 0, deliveries: 0, attempts: 0 }
-  for (const t of tables) {
+  for (const t of partitionedTables) {
     const partition = partitionOf(schema, t.name, `p${name}`)
     const [row] = await sql.unsafe(`select to_regclass('${partition.replaceAll("'", "''")}') is not null as present`)
     if (!row?.present) continue

@@ -3,7 +3,7 @@ import type PostgresJs from 'postgres'
 import type { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { OutflowError } from '../errors.js'
 import { importPeer, loadPeer } from '../load-peer.js'
-import { migratePostgres } from './postgres-migrate.js'
+import { migratePostgres, partitionPostgresHistory } from './postgres-migrate.js'
 import { qualifiedPostgresTables, schemaNamePattern } from './schema/postgres.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
 import { eventInserts, postgresHotPath } from './postgres-hot-path.js'
@@ -161,12 +161,13 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       onWork: (listener) => session.listen(workChannel, listener),
     }
     const hotPath = postgresHotPath(tables)
+    const partitionHistory: Storage['partitionHistory'] = (progress) => partitionPostgresHistory(connect, route.directUrl, schemaName, progress).finally(() => partitions.migrated())
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
       const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = postgresQueue(tables, driver, bound, partitions.partitioned)
       const context = sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound)
       const prunePartitions = partitions.prune
-      const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases, prunePartitions }
+      const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases, prunePartitions, partitionHistory }
       if (!replica) return storage
       // Listings and metrics only: single statements, no transaction.
       const fromReplica = createSqlStorage(sqlContext({ db: replica.db, txDb: replica.db }, { tables, hotPath, workChannel }, bound), lifecycle)

@@ -230,6 +230,12 @@ export interface Storage {
    */
   prunePartitions?(request: PartitionRequest): Promise<DroppedDay[]>
   /**
+   * Postgres: move an install's plain event log to the partitioned layout, online (engines go on publishing and
+   * delivering) and resumably (`outflow migrate --partition-history`; docs/operating.md › Partitioned history).
+   * `progress` hears each step. Answers `{ moved: false }` when the layout is already partitioned. Absent on SQLite.
+   */
+  partitionHistory?(progress: (message: string, fields: Record<string, unknown>) => void): Promise<{ moved: boolean; cutover?: string; backfilled?: number }>
+  /**
    * Let only one instance prune at a time (Postgres: a session advisory lock). Resolves to a release
    * function, or null when another instance holds the lock. Absent: this storage has one process.
    */

@@ -149,6 +149,19 @@ for (const storage of storages) {
       expect(tables).toEqual(expect.arrayContaining(['tenants', 'destinations', 'events', 'deliveries', 'attempts']))
     })
 
+    it.runIf(storage.name === 'postgres')('migrate --partition-history moves the event log to daily partitions, logging its steps; again, says it already is', async () => {
+      const { env } = await storage.create()
+      const first = outflow(['migrate', '--partition-history'], env)
+      expect(await first.exited).toBe(0)
+      const messages = first.lines().map((l) => l.msg)
+      expect(messages[0]).toBe('migrations applied')
+      expect(messages).toEqual(expect.arrayContaining(['partition history: building the new primary key index beside traffic', 'partition history: moved']))
+      expect(messages.at(-1)).toBe('the event log is partitioned by day')
+      const again = outflow(['migrate', '--partition-history'], env)
+      expect(await again.exited).toBe(0)
+      expect(again.lines().map((l) => l.msg)).toEqual(['migrations applied', 'the event log was already partitioned by day'])
+    })
+
     it('reencrypt moves the stored credentials to OUTFLOW_ENCRYPTION_KEY, prints the counts and exits as soon as it is done', async () => {
       const { env, open } = await storage.create()
       const oldKey = 'cli-old-key-0123456789abcdef'
@@ -237,6 +250,7 @@ describe('outflow: bad settings and usage', { timeout: 60_000 }, () => {
     ['Postgres without an encryption key', ['serve'], { OUTFLOW_API_KEY: apiKey, DATABASE_URL: 'postgres://127.0.0.1:1/none' }, 1, /^outflow: invalid configuration: OUTFLOW_ENCRYPTION_KEY: required with Postgres/],
     ['a bad key and a misspelt one in the config file', ['serve', '--config', file], {}, 1, /^outflow: invalid configuration: delivery\.concurency \(in .*outflow\.json\): unknown setting; delivery\.timeoutMs \(in .*outflow\.json\): delivery\.timeoutMs must be at least 1$/],
     ['an unreachable database', ['migrate'], { DATABASE_URL: 'postgres://postgres:secret@127.0.0.1:1/none' }, 1, /^outflow: postgres storage at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/none: connect ECONNREFUSED 127\.0\.0\.1:1$/],
+    ['--partition-history on SQLite', ['migrate', '--partition-history'], { OUTFLOW_SQLITE_PATH: join(dir, 'partition.db') }, 2, /^outflow: --partition-history moves a Postgres event log: set DATABASE_URL to a postgres:\/\/ URL/],
     ['an unknown command', ['start'], {}, 2, /^outflow: unknown command: start \(see outflow --help\)$/],
   ]
   it.concurrent.each(cases)('%s: exits non-zero with one line naming it, no stack trace', async (_name, args, env, code, line) => {
