@@ -114,8 +114,8 @@ async function partitionDays(sql: PostgresJs.Sql, schema: string): Promise<strin
 
 /**
  * Drop each day whose partitions hold only events older than `before` (by `time`) and no pending delivery:
- * the three partitions are detached in one short transaction (it waits at most `lockTimeoutMs` for the tables'
- * locks, else the day waits for the next pass), then counted and dropped. Partitions left detached by a crash
+ * the three partitions are detached in one short transaction (see detachDay: it never waits in the tables' lock
+ * queue; when they stay busy the day waits for the next pass), then counted and dropped. Partitions left detached by a crash
  * between the two steps are dropped first.
  */
 export async function dropPartitionsBefore(sql: PostgresJs.Sql, schema: string, before: Date, lockTimeoutMs = 50): Promise<DroppedDay[]> {
@@ -125,24 +125,41 @@ export async function dropPartitionsBefore(sql: PostgresJs.Sql, schema: string, 
     const end = Date.parse(`${name.slice(0, 4)}-${name.slice(4, 6)}-${name.slice(6)}T00:00:00Z`) + day
     if (end > before.getTime()) break
     if (!(await droppable(sql, schema, name, before))) continue
-    const detached = await sql
-      .begin(async (tx) => {
-        await tx.unsafe(`set local lock_timeout = '${lockTimeoutMs}ms'`)
-        for (const t of [...partitionedTables].reverse()) await tx.unsafe(`alter table "${schema}".${t.name} detach partition ${partitionOf(schema, t.name, `p${name}`)}`)
-        // Under the locks: a delivery made pending again (a manual retry) since the check keeps the day.
-        if (!(await droppable(tx, schema, name, before))) throw new KeptDay()
-        return true
-      })
-      .catch((err: unknown) => {
-        if (err instanceof KeptDay || (err as { code?: string }).code === '55P03' || (err as { code?: string }).code === '40P01') return false
-        throw err
-      })
+    const detached = await detachDay(sql, schema, name, before, lockTimeoutMs)
     if (detached) dropped.push(await countAndDrop(sql, schema, name))
   }
   return dropped
 }
 
 class KeptDay extends Error {}
+
+/**
+ * Detach a day's three partitions in one transaction, if the day is still droppable under the locks. The parents'
+ * locks are taken all at once without waiting (NOWAIT), tried 20 times 25 ms apart: a detach waiting in the lock
+ * queue would hold up every claim, publish and result behind it for as long as it waits. Answers whether the day
+ * was detached (false: kept, or the tables stayed busy until the next pass).
+ */
+async function detachDay(sql: PostgresJs.Sql, schema: string, name: string, before: Date, lockTimeoutMs: number): Promise<boolean> {
+  const parents = [...partitionedTables].reverse().map((t) => `"${schema}".${t.name}`)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await sql.begin(async (tx) => {
+        await tx.unsafe(`set local lock_timeout = '${lockTimeoutMs}ms'`)
+        await tx.unsafe(`lock table ${parents.join(', ')} in access exclusive mode nowait`)
+        for (const t of [...partitionedTables].reverse()) await tx.unsafe(`alter table "${schema}".${t.name} detach partition ${partitionOf(schema, t.name, `p${name}`)}`)
+        // Under the locks: a delivery made pending again (a manual retry) since the check keeps the day.
+        if (!(await droppable(tx, schema, name, before))) throw new KeptDay()
+        return true
+      })
+    } catch (err) {
+      if (err instanceof KeptDay) return false
+      const code = (err as { code?: string }).code
+      if (code !== '55P03' && code !== '40P01') throw err
+      if (attempt >= 20) return false
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+}
 
 /** Whether a day's events are all older than `before` and none of its deliveries is pending. */
 async function droppable(sql: PostgresJs.Sql | PostgresJs.TransactionSql, schema: string, name: string, before: Date): Promise<boolean> {
