@@ -28,6 +28,9 @@ export interface Sizes {
   metricsRequests: number
   /** Old delivered events the pruning rows start with (each with its delivery and attempt). */
   pruneEvents: number
+  /** The day pruned by the prune-day rows (plain DELETE against partition DROP), and the live events published meanwhile. */
+  pruneDayEvents: number
+  pruneDayLive: number
   /** Delivered events the replay row sends again while it measures live latency. */
   replayEvents: number
   /** Pending deliveries of the RSS row, and how long the engine is sampled with them. */
@@ -73,6 +76,8 @@ export function sizesFor(quick: boolean): Sizes {
       metricsDays: 30,
       metricsRequests: 100,
       pruneEvents: 50_000,
+      pruneDayEvents: 20_000,
+      pruneDayLive: 1_500,
       replayEvents: 20_000,
       backlog: 20_000,
       backlogSampleMs: 3_000,
@@ -99,6 +104,8 @@ export function sizesFor(quick: boolean): Sizes {
     metricsDays: 30,
     metricsRequests: 500,
     pruneEvents: 1_000_000,
+    pruneDayEvents: 260_000,
+    pruneDayLive: 8_000,
     replayEvents: 100_000,
     backlog: 200_000,
     backlogSampleMs: 15_000,

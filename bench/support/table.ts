@@ -277,6 +277,8 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     met: perDb((db) => (pruned(db) && many(db) ? mark(pruned(db)! >= many(db)!) : undefined)),
   })
 
+  rows.push(...pruneDayRows(outcomes, sizes))
+
   rows.push(
     latencyBesideRow(outcomes, sizes, 'latency-prune', `while pruning ${int.format(sizes.pruneEvents)} old events`, 'without pruning (row above)'),
     latencyBesideRow(outcomes, sizes, 'latency-seeded', `with another destination's ${int.format(sizes.replayEvents)} delivered events just stored, no replay`, 'the latency row'),
@@ -409,6 +411,44 @@ function latencyBesideRow(outcomes: Outcomes, sizes: Sizes, group: string, besid
       return p99 === undefined ? undefined : mark(p99 < 20 && lost === 0)
     }),
   }
+}
+
+/**
+ * One day pruned on Postgres (the prune-day group, a throwaway cluster): the plain tables' DELETE and the
+ * partitioned layout's DROP, each pass alone, then live latency while each prunes. Postgres only (SQLite: —).
+ */
+function pruneDayRows(outcomes: Outcomes, sizes: Sizes): Row[] {
+  const key = 'prune-day:postgres'
+  if (!outcomes.has(key)) return []
+  const v = (field: string) => value(outcomes, key, field)
+  const pass = (layout: string) =>
+    v(`${layout}Seconds`) === undefined
+      ? missing(outcomes, key)
+      : `${v(`${layout}Seconds`)!.toFixed(2)} s · ${(v(`${layout}WalBytes`)! / 1e6).toFixed(1)} MB WAL · ${int.format(v(`${layout}DeadTuples`)!)} dead tuples`
+  const live = (layout: string) => (v(`${layout}P99`) === undefined ? missing(outcomes, key) : `${ms(v(`${layout}P50`)!)} / ${ms(v(`${layout}P99`)!)} ms`)
+  const day = `one day of ${int.format(sizes.pruneDayEvents)} events (each with its delivery and attempt), 40 days old`
+  const walRatio = v('plainWalBytes') && v('partitionedWalBytes') ? v('plainWalBytes')! / v('partitionedWalBytes')! : undefined
+  return [
+    { metric: `pruning ${day}: pass · WAL written · dead tuples left, plain tables (batched DELETE)`, sqlite: '—', postgres: pass('plain'), anchor: '—', ratio: '—', target: '—', met: '—' },
+    {
+      metric: `pruning ${day}: pass · WAL written · dead tuples left, partitioned history (the day's partitions detached and dropped)`,
+      sqlite: '—',
+      postgres: pass('partitioned'),
+      anchor: 'plain tables (row above)',
+      ratio: walRatio && v('partitionedSeconds') ? `${(v('plainSeconds')! / v('partitionedSeconds')!).toFixed(1)}× faster, 1/${Math.round(walRatio)} of the WAL` : '—',
+      target: 'no dead tuple',
+      met: v('partitionedDeadTuples') === undefined ? '—' : mark(v('partitionedDeadTuples') === 0),
+    },
+    ...(['plain', 'partitioned'] as const).map((layout) => ({
+      metric: `publish → receive p50 / p99 at ${sizes.latencyRate} events/s (${int.format(sizes.pruneDayLive)} events) while ${day} is pruned, ${layout === 'plain' ? 'plain tables (DELETE)' : 'partitioned history (DROP)'}`,
+      sqlite: '—',
+      postgres: live(layout),
+      anchor: `without pruning: ${v(`${layout}QuietP99`) === undefined ? '—' : `p99 ${ms(v(`${layout}QuietP99`)!)} ms`}`,
+      ratio: '—',
+      target: 'p99 < 20 ms',
+      met: v(`${layout}P99`) === undefined ? '—' : mark(v(`${layout}P99`)! < 20 && (v(`${layout}Lost`) ?? 0) === 0),
+    })),
+  ]
 }
 
 const destinationTypeCases = [

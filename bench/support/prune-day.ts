@@ -1,0 +1,142 @@
+/**
+ * Pruning one day of history on Postgres, the plain tables (batched DELETE) against the partitioned layout (the
+ * day's partitions detached and dropped), on a throwaway cluster (fsync on, autovacuum off so the dead tuples stay
+ * counted) so that the WAL measured is the prune's alone. Used by `bench/prune-day.ts` (a table of its own) and by
+ * the bench's `prune-day` group (rows of the bench table).
+ */
+import postgresJs from 'postgres'
+import { createOutflow } from '../../src/create-outflow.js'
+import type { Outflow } from '../../src/engine.js'
+import { postgres } from '../../src/storage/postgres.js'
+import type { startCluster } from '../../test/support/pg-cluster.js'
+import { seed } from '../seed.js'
+import { measureLatency } from './measure.js'
+import type { SinkHandle } from './sink-client.js'
+
+type Cluster = Awaited<ReturnType<typeof startCluster>>
+
+/** Events of the day pruned; live traffic's rate (events/s) and events. */
+export interface PruneDaySizes {
+  events: number
+  rate: number
+  live: number
+}
+
+/** The cluster's settings for these figures: WAL written for real, and no autovacuum to clear the dead tuples counted. */
+export const pruneDayCluster = { settings: '-c fsync=on -c autovacuum=off -c shared_buffers=256MB' }
+
+const day = 86_400_000
+const oldDay = Math.floor((Date.now() - 40 * day) / day) * day
+const tenantId = 't1'
+
+export type PruneLayout = 'plain' | 'partitioned'
+/** One layout's figures: the pass alone, then live traffic while the same day is pruned again, and without. */
+export interface PruneDayFigures {
+  layout: PruneLayout
+  seconds: number
+  eventsPerSec: number
+  walBytes: number
+  deadTuples: number
+  vacuumMs: number
+  p50: number
+  p99: number
+  max: number
+  quietP99: number
+  lost: number
+}
+
+
+async function open(url: string, layout: PruneLayout, sinkUrl: string, retention: boolean, worker = true): Promise<Outflow> {
+  return createOutflow({
+    storage: postgres({ url, partitionHistory: layout === 'partitioned' }),
+    apiKey: 'prune-day-admin-key',
+    jwtSecret: 'prune-day-jwt-secret',
+    encryptionKey: 'prune-day-encryption-key',
+    allowPrivateNetworks: true,
+    delivery: { concurrency: 50, perDestinationConcurrency: 50, worker },
+    ...(retention ? { retention: { events: '30d' } } : {}),
+  }).then(async (outflow) => {
+    await outflow.upsertTenant(tenantId, {})
+    if ((await outflow.listDestinations(tenantId)).length === 0) await outflow.createDestination(tenantId, { type: 'webhook', topics: ['*'], config: { url: sinkUrl } })
+    return outflow
+  })
+}
+
+async function seedDay(url: string, destinationId: string, { events }: PruneDaySizes, log: (message: string) => void): Promise<void> {
+  const started = performance.now()
+  await seed({ dialect: 'postgres', location: url }, { tenantId, destinationId, topic: 'bench', count: events, startMs: oldDay, stepMs: Math.floor(day / events), state: 'delivered' })
+  log(`seeded ${events} events of ${new Date(oldDay).toISOString().slice(0, 10)} in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+}
+
+const walLsn = async (sql: postgresJs.Sql) => BigInt((await sql<{ lsn: string }[]>`select (pg_current_wal_lsn() - '0/0')::bigint::text as lsn`)[0]!.lsn)
+
+/** Dead tuples of the log's tables (partitions included), once the statistics have settled. */
+async function deadTuples(sql: postgresJs.Sql): Promise<number> {
+  let last = -1
+  for (let i = 0; i < 30; i++) {
+    await new Promise((r) => setTimeout(r, 1000))
+    const [row] = await sql<{ dead: number }[]>`
+      select coalesce(sum(n_dead_tup), 0)::int as dead from pg_stat_user_tables where relname ~ '^(events|deliveries|attempts)'`
+    if (row!.dead === last) return last
+    last = row!.dead
+  }
+  return last
+}
+
+async function live(outflow: Outflow, sink: SinkHandle, { rate, live: liveEvents }: PruneDaySizes) {
+  return measureLatency(sink, {
+    rate,
+    count: liveEvents,
+    drainMs: 30_000,
+    fire: (i, t) => outflow.publish({ tenant_id: tenantId, topic: 'bench', data: { n: i, t } }),
+  })
+}
+
+/**
+ * Prune one seeded day of `sizes.events` delivered events on `layout`, in a database of its own on `cluster`: the
+ * pass alone (worker off), then live traffic while the same day, seeded again, is pruned, and without pruning.
+ *
+ * @example
+ * const plain = await measurePruneDay(cluster, 'plain', sink, { events: 260_000, rate: 500, live: 8_000 }, console.error)
+ */
+export async function measurePruneDay(cluster: Cluster, layout: PruneLayout, sink: SinkHandle, sizes: PruneDaySizes, log: (message: string) => void): Promise<PruneDayFigures> {
+  const { events } = sizes
+  const url = await cluster.createDatabase(`prune_${layout}`)
+  const sql = postgresJs(url, { max: 1, onnotice: () => {} })
+  try {
+    let outflow = await open(url, layout, sink.url, false, false)
+    const destinationId = (await outflow.listDestinations(tenantId))[0]!.id
+    await outflow.close()
+    await seedDay(url, destinationId, sizes, log)
+    // (1) The pass alone.
+    await sql`checkpoint`
+    const wal0 = await walLsn(sql)
+    const t0 = performance.now()
+    outflow = await open(url, layout, sink.url, true, false)
+    const pruned = await outflow.prune()
+    const seconds = (performance.now() - t0) / 1000
+    const walBytes = Number((await walLsn(sql)) - wal0)
+    await outflow.close()
+    if (pruned.events !== events) throw new Error(`${layout}: pruned ${pruned.events} of ${events}`)
+    const dead = await deadTuples(sql)
+    const v0 = performance.now()
+    await sql`vacuum events, deliveries, attempts`
+    const vacuumMs = performance.now() - v0
+    log(`${layout}: pruned ${pruned.events} events in ${seconds.toFixed(2)} s, ${(walBytes / 1e6).toFixed(1)} MB of WAL, ${dead} dead tuples, VACUUM ${vacuumMs.toFixed(0)} ms`)
+    // (2) Live traffic without pruning, then while the same day is pruned again.
+    outflow = await open(url, layout, sink.url, false)
+    const quiet = await live(outflow, sink, sizes)
+    await outflow.close()
+    // The same day again (its rows were pruned), pruned with live traffic this time.
+    await seedDay(url, destinationId, sizes, log)
+    await sql`checkpoint`
+    outflow = await open(url, layout, sink.url, true)
+    const during = await live(outflow, sink, sizes)
+    await outflow.close()
+    log(`${layout}: live p99 ${during.p99.toFixed(2)} ms while pruning (${quiet.p99.toFixed(2)} ms without), lost ${during.lost}`)
+    return { layout, seconds, eventsPerSec: events / seconds, walBytes, deadTuples: dead, vacuumMs, p50: during.p50, p99: during.p99, max: during.max, quietP99: quiet.p99, lost: during.lost }
+  } finally {
+    await sql.end()
+  }
+}
+
