@@ -8,6 +8,6 @@ export function expectRecovered(r: ScenarioResult) {
   expect(r.bad).toEqual([])
   expect(r.published).toBeGreaterThan(0)
   expect(r.lost).toBe(0)
-  expect(r.unrecorded).toBe(0)
+  expect(r.unrecorded, `not recorded as a success: ${JSON.stringify(r.unrecordedSample)}`).toBe(0)
   expect(r.deliveredAfterFault).toBeGreaterThan(0)
 }

@@ -29,6 +29,14 @@ export async function unrecorded(target: ScenarioTarget): Promise<number> {
   return Number(row!.n)
 }
 
+/** Up to five deliveries not recorded as a success, with their state and their last attempt. */
+export function unrecordedRows(target: ScenarioTarget): Promise<Record<string, unknown>[]> {
+  return target.query(`select d.id, d.status, d.attempt_count, d.next_attempt_at, d.lease_until,
+      (select a.status || ' ' || coalesce(a.error_kind, '') || ' ' || coalesce(a.error, '') from attempts a where a.delivery_id = d.id
+       order by a.attempt_number desc limit 1) as last_attempt
+    from deliveries d where d.status <> 'success' order by d.id limit 5`)
+}
+
 const unique = (name: string) => `${name.replace(/\W/g, '_')}_${Math.random().toString(36).slice(2, 8)}`
 
 export async function postgresTarget(cluster: Cluster, name: string): Promise<ScenarioTarget> {
@@ -131,6 +139,8 @@ export interface ScenarioResult {
   lost: number
   /** Deliveries not recorded as a success once the run drained (should be 0). */
   unrecorded: number
+  /** A few of those, with their state and last attempt, to say why when there are any. */
+  unrecordedSample: Record<string, unknown>[]
   /** Deliveries the receiver got more than once (all events). */
   duplicates: number
   /** The events delivered more than once, with the time of each delivery (ms since the run started). */
@@ -325,6 +335,7 @@ async function drain(target: ScenarioTarget, acked: Set<string>, answered: Recei
   }
   await waitForProgress(recorded, 0, 'every delivery recorded', drainMs).catch(() => undefined)
   await sleep(500) // let stragglers (duplicates) arrive
+  const unrecordedSample = left > 0 ? await unrecordedRows(target) : []
   const seen = received()
   const lost = [...acked].filter((id) => !seen.has(id)).length
   return {
@@ -332,6 +343,7 @@ async function drain(target: ScenarioTarget, acked: Set<string>, answered: Recei
     delivered: acked.size - lost,
     lost,
     unrecorded: left,
+    unrecordedSample,
     duplicates: answered.length - seen.size,
     duplicated: [...byId(answered).entries()].filter(([, at]) => at.length > 1).map(([id, at]) => ({ id, at: at.map((t) => t - runStart) })),
   }
