@@ -21,8 +21,14 @@ export function sqlitePath(ctx: ScenarioContext): string {
 
 /** The storage of the scenario's database, with the engine's defaults (SQLite: WAL, synchronous=FULL). */
 export function storageOf(ctx: ScenarioContext): OutflowOptions['storage'] {
-  // BENCH_PG_POOL overrides the engine's default pool size, to try what the pool does to the figures.
-  if (ctx.db === 'postgres') return postgres({ url: ctx.pgUrl!, ...(process.env.BENCH_PG_POOL ? { max: Number(process.env.BENCH_PG_POOL) } : {}) })
+  // BENCH_PG_POOL overrides the engine's default pool size, to try what the pool does to the figures;
+  // BENCH_PG_PARTITION_HISTORY=1 gives the scenario's new database the partitioned layout (postgres({ partitionHistory })).
+  if (ctx.db === 'postgres')
+    return postgres({
+      url: ctx.pgUrl!,
+      ...(process.env.BENCH_PG_POOL ? { max: Number(process.env.BENCH_PG_POOL) } : {}),
+      ...(process.env.BENCH_PG_PARTITION_HISTORY === '1' ? { partitionHistory: true } : {}),
+    })
   if (ctx.db === 'sqlite') return sqlite({ path: sqlitePath(ctx) })
   throw new Error(`scenario ${ctx.name} has no database`)
 }
