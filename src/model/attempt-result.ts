@@ -19,7 +19,7 @@ export const errorKinds = {
   network: 'The connection failed or broke otherwise (reset, unreachable network, closed by the peer).',
   ssrf: 'The address is on a private, loopback or link-local network, refused unless `allowPrivateNetworks` is set.',
   configuration: "The destination's settings cannot be used as stored (no signing secret, unreadable credentials, a template that fails).",
-  unavailable: 'The service answered but cannot take messages now: a Kafka partition without a leader or enough in-sync replicas, an EventBridge InternalFailure entry.',
+  unavailable: 'The service answered but cannot take messages now: a Kafka partition without a leader or enough in-sync replicas, an EventBridge or Kinesis InternalFailure entry.',
   sdk_missing: 'The optional package the destination type needs is not installed (or fails to load) in the delivering process.',
   unknown: 'Anything else.',
 } as const
