@@ -1,5 +1,5 @@
 import type PostgresJs from 'postgres'
-import { createPartitionsAhead, daysAhead, historyPartitioned, partitionedTables } from './postgres-partitions.js'
+import { createPartitionsAhead, daysAhead, historyPartitioned, partitionedTables, untilLocked } from './postgres-partitions.js'
 
 // Moving an existing install's plain event log to the partitioned layout (postgres-partitions.ts) online, while
 // engines publish and deliver. Nothing is copied: each plain table becomes the partition of everything created
@@ -133,59 +133,44 @@ async function rangeChecks(sql: PostgresJs.Sql, schema: string, now: Date, progr
  */
 async function swap(sql: PostgresJs.Sql, schema: string, cutover: Date, progress: MoveProgress): Promise<void> {
   const s = `"${schema}"`
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await sql.begin(async (tx) => {
-        const nowait = attempt <= swapNowaitTries
-        await tx.unsafe(`set local lock_timeout = '${lockWaitMs}ms'`)
-        await tx.unsafe(`lock table ${partitionedTables.map((t) => `${s}.${t.name}`).join(', ')} in access exclusive mode${nowait ? ' nowait' : ''}`)
-        if (await historyPartitioned(tx as unknown as PostgresJs.Sql, schema)) return
-        for (const t of partitionedTables) {
-          const legacy = legacyName(t.name)
-          const indexes = await tx<{ name: string; def: string; primary: boolean; unique: boolean }[]>`
-            select c.relname as name, pg_get_indexdef(i.indexrelid) as def, i.indisprimary as primary, i.indisunique as unique
-            from pg_index i join pg_class c on c.oid = i.indexrelid where i.indrelid = ${`${s}.${t.name}`}::regclass`
-          await tx.unsafe(`alter table ${s}.${t.name} rename to ${legacy}`)
-          for (const index of indexes) if (!index.unique) await tx.unsafe(`alter index ${s}.${index.name} rename to ${index.name}_unpartitioned`)
-          await tx.unsafe(`create table ${s}.${t.name} (like ${s}.${legacy} including defaults including storage including comments) partition by range (${t.key})`)
-          for (const index of indexes) if (!index.unique) await tx.unsafe(index.def)
-          if (t.primary) {
-            const primary = indexes.find((index) => index.primary)
-            // Proven by the validated CHECK: no row is read.
-            await tx.unsafe(`alter table ${s}.${legacy} alter column ${t.key} set not null`)
-            if (primary) await tx.unsafe(`alter table ${s}.${legacy} drop constraint ${primary.name}`)
-            await tx.unsafe(`alter table ${s}.${legacy} add constraint ${legacy}_pkey primary key using index ${t.name}_partition_key_idx`)
-            await tx.unsafe(`alter table ${s}.${t.name} alter column ${t.key} set not null, add primary key (${t.primary})`)
-          }
-          await tx.unsafe(`alter table ${s}.${t.name} attach partition ${s}.${legacy} for values from (minvalue) to ('${cutover.toISOString()}')`)
-          await tx.unsafe(`create table ${s}.${t.name}_default partition of ${s}.${t.name} default`)
-          if (t.unique) await tx.unsafe(`create unique index ${t.name}_default_key on ${s}.${t.name}_default (${t.unique})`)
+  await untilLocked(lockTries, async (attempt) => {
+    if (attempt % 100 === 0) progress('partition history: the tables were busy; trying the swap again', { attempt })
+    await sql.begin(async (tx) => {
+      const nowait = attempt <= swapNowaitTries
+      await tx.unsafe(`set local lock_timeout = '${lockWaitMs}ms'`)
+      await tx.unsafe(`lock table ${partitionedTables.map((t) => `${s}.${t.name}`).join(', ')} in access exclusive mode${nowait ? ' nowait' : ''}`)
+      if (await historyPartitioned(tx as unknown as PostgresJs.Sql, schema)) return
+      for (const t of partitionedTables) {
+        const legacy = legacyName(t.name)
+        const indexes = await tx<{ name: string; def: string; primary: boolean; unique: boolean }[]>`
+          select c.relname as name, pg_get_indexdef(i.indexrelid) as def, i.indisprimary as primary, i.indisunique as unique
+          from pg_index i join pg_class c on c.oid = i.indexrelid where i.indrelid = ${`${s}.${t.name}`}::regclass`
+        await tx.unsafe(`alter table ${s}.${t.name} rename to ${legacy}`)
+        for (const index of indexes) if (!index.unique) await tx.unsafe(`alter index ${s}.${index.name} rename to ${index.name}_unpartitioned`)
+        await tx.unsafe(`create table ${s}.${t.name} (like ${s}.${legacy} including defaults including storage including comments) partition by range (${t.key})`)
+        for (const index of indexes) if (!index.unique) await tx.unsafe(index.def)
+        if (t.primary) {
+          const primary = indexes.find((index) => index.primary)
+          // Proven by the validated CHECK: no row is read.
+          await tx.unsafe(`alter table ${s}.${legacy} alter column ${t.key} set not null`)
+          if (primary) await tx.unsafe(`alter table ${s}.${legacy} drop constraint ${primary.name}`)
+          await tx.unsafe(`alter table ${s}.${legacy} add constraint ${legacy}_pkey primary key using index ${t.name}_partition_key_idx`)
+          await tx.unsafe(`alter table ${s}.${t.name} alter column ${t.key} set not null, add primary key (${t.primary})`)
         }
-      })
-      return
-    } catch (err) {
-      if (!givesWay(err) || attempt >= lockTries) throw err
-      if (attempt % 100 === 0) progress('partition history: the tables were busy; trying the swap again', { attempt })
-      await pause()
-    }
-  }
+        await tx.unsafe(`alter table ${s}.${t.name} attach partition ${s}.${legacy} for values from (minvalue) to ('${cutover.toISOString()}')`)
+        await tx.unsafe(`create table ${s}.${t.name}_default partition of ${s}.${t.name} default`)
+        if (t.unique) await tx.unsafe(`create unique index ${t.name}_default_key on ${s}.${t.name}_default (${t.unique})`)
+      }
+    })
+  })
 }
 
-/** Whether a step failed only because it gave way to traffic (55P03: a lock not had in time; 40P01: a deadlock victim). */
-const givesWay = (err: unknown) => ['55P03', '40P01'].includes((err as { code?: string }).code ?? '')
-const pause = () => new Promise((resolve) => setTimeout(resolve, 25))
-
 /** One statement in a transaction that waits at most lockWaitMs for its locks, tried again until it has them. */
-async function briefly<T extends object = object>(sql: PostgresJs.Sql, statement: string, parameters: string[] = []): Promise<T[]> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return (await sql.begin(async (tx) => {
-        await tx.unsafe(`set local lock_timeout = '${lockWaitMs}ms'`)
-        return tx.unsafe(statement, parameters)
-      })) as unknown as T[]
-    } catch (err) {
-      if (!givesWay(err) || attempt >= lockTries) throw err
-      await pause()
-    }
-  }
+function briefly<T extends object = object>(sql: PostgresJs.Sql, statement: string, parameters: string[] = []): Promise<T[]> {
+  return untilLocked(lockTries, () =>
+    sql.begin(async (tx) => {
+      await tx.unsafe(`set local lock_timeout = '${lockWaitMs}ms'`)
+      return tx.unsafe(statement, parameters)
+    }),
+  ) as unknown as Promise<T[]>
 }

@@ -21,6 +21,28 @@ export const partitionedTables = [
 ] as const
 
 
+/** Whether a statement failed only because it gave way to traffic (55P03: a lock not had in time or NOWAIT; 40P01: a deadlock victim). */
+export const givesWay = (err: unknown) => ['55P03', '40P01'].includes((err as { code?: string }).code ?? '')
+
+/**
+ * Run `work` (a transaction that takes table locks engines' statements conflict with, without waiting long for
+ * them) until it has its locks: tried again 25 ms after each time it gave way (`givesWay`), at most `tries` times,
+ * then its last error is thrown. `attempt` counts from 1.
+ *
+ * @example
+ * await untilLocked(40, () => sql.begin(async (tx) => { await tx`set local lock_timeout = '100ms'`; … }))
+ */
+export async function untilLocked<T>(tries: number, work: (attempt: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work(attempt)
+    } catch (err) {
+      if (!givesWay(err) || attempt >= tries) throw err
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+}
+
 const dayName = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')
 const dayStart = (ms: number) => Math.floor(ms / day) * day
 const partitionOf = (schema: string, table: string, suffix: string) => `"${schema}"."${table}_${suffix}"`
@@ -74,9 +96,9 @@ export async function createPartitionsAhead(sql: PostgresJs.Sql, schema: string,
     // Each day waits at most 100 ms for the tables' locks, tried 40 times 25 ms apart: a lock request queued longer
     // holds up every statement behind it, and one queued past deadlock_timeout (1 s) makes claims (which hold
     // deliveries and want events) deadlock victims.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await sql.begin(async (tx) => {
+    try {
+      await untilLocked(40, () =>
+        sql.begin(async (tx) => {
           await tx`set local lock_timeout = '100ms'`
           for (const t of partitionedTables) {
             const partition = partitionOf(schema, t.name, `p${name}`)
@@ -84,21 +106,14 @@ export async function createPartitionsAhead(sql: PostgresJs.Sql, schema: string,
               for values from ('${new Date(from).toISOString()}') to ('${new Date(from + day).toISOString()}')`)
             if (t.unique) await tx.unsafe(`create unique index if not exists ${t.name}_p${name}_key on ${partition} (${t.unique})`)
           }
-        })
-        created.push(name)
-        break
-      } catch (err) {
-        const code = (err as { code?: string }).code ?? ''
-        if (['55P03', '40P01'].includes(code) && attempt < 40) {
-          await new Promise((resolve) => setTimeout(resolve, 25))
-          continue
-        }
-        // 23514: the DEFAULT partition has rows of that day; 42P07/23505: another instance created it meanwhile;
-        // 42P17: the day is before the cutover of a moved install (its `_unpartitioned` partitions hold it);
-        // 55P03/40P01: the tables stayed busy (the next pass makes it).
-        if (!['23514', '42P07', '23505', '55P03', '40P01', '42P17'].includes(code)) throw err
-        break
-      }
+        }),
+      )
+      created.push(name)
+    } catch (err) {
+      // 23514: the DEFAULT partition has rows of that day; 42P07/23505: another instance created it meanwhile;
+      // 42P17: the day is before the cutover of a moved install (its `_unpartitioned` partitions hold it);
+      // the tables stayed busy (givesWay): the next pass makes it.
+      if (!givesWay(err) && !['23514', '42P07', '23505', '42P17'].includes((err as { code?: string }).code ?? '')) throw err
     }
   }
   return created
@@ -141,23 +156,20 @@ class KeptDay extends Error {}
  */
 async function detachDay(sql: PostgresJs.Sql, schema: string, name: string, before: Date, lockTimeoutMs: number): Promise<boolean> {
   const parents = [...partitionedTables].reverse().map((t) => `"${schema}".${t.name}`)
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await sql.begin(async (tx) => {
+  try {
+    return await untilLocked(20, () =>
+      sql.begin(async (tx) => {
         await tx.unsafe(`set local lock_timeout = '${lockTimeoutMs}ms'`)
         await tx.unsafe(`lock table ${parents.join(', ')} in access exclusive mode nowait`)
         for (const t of [...partitionedTables].reverse()) await tx.unsafe(`alter table "${schema}".${t.name} detach partition ${partitionOf(schema, t.name, `p${name}`)}`)
         // Under the locks: a delivery made pending again (a manual retry) since the check keeps the day.
         if (!(await droppable(tx, schema, name, before))) throw new KeptDay()
         return true
-      })
-    } catch (err) {
-      if (err instanceof KeptDay) return false
-      const code = (err as { code?: string }).code
-      if (code !== '55P03' && code !== '40P01') throw err
-      if (attempt >= 20) return false
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
+      }),
+    )
+  } catch (err) {
+    if (err instanceof KeptDay || givesWay(err)) return false
+    throw err
   }
 }
 
