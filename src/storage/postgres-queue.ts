@@ -218,11 +218,13 @@ function resultLocks(t: Tables, { days, fifo }: Variant) {
         and (d.consecutive_failures <> 0 or (d.tenant_id, d.id) in (select tenant_id, destination_id from v where status <> 'success'))
       order by d.tenant_id collate "C", d.id collate "C"
       for no key update of d
-    ), ${fifo ? heads(t) : sql`heads as (select null::text as id where false)`}, locked as materialized (
+    ), ${fifo ? heads(t) : sql`heads as (select null::text as tenant_id, null::text as id where false)`}, locked as materialized (
       -- After the destinations: a condition without columns is evaluated before the first row is locked.
-      -- One array of ids, so the rows are found by the primary key: an OR of two IN subqueries is a sequential
-      -- scan of the whole table for every write of results.
+      -- Arrays of ids and of their tenants, so the rows are found by the primary key (id, tenant_id) even in a plan
+      -- made before the table had statistics: an OR of two IN subqueries, or the ids alone, was a sequential scan
+      -- of the whole table for every write of results.
       select id from ${t.deliveries} d where id = any(array(select delivery_id from v union select id from heads where id is not null))
+        and tenant_id = any(array(select tenant_id from v union select tenant_id from heads where id is not null))
         and (select count(*) from held) >= 0${within('d', days && !fifo)}
       order by id for update
     )`
@@ -231,7 +233,7 @@ function resultLocks(t: Tables, { days, fifo }: Variant) {
 /** The first pending delivery of each key whose delivery the batch finished (see resultLocks). */
 function heads(t: Tables) {
   return sql`heads as (
-      select (select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
+      select k.tenant_id, (select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
           and h.status = 'pending' and h.id not in (select delivery_id from v where delivery_status <> 'pending') order by h.order_seq limit 1) as id
       from (select distinct * from unnest(${column('key_tenant', 'text')}, ${column('key_destination', 'text')}, ${column('key', 'text')})) as k(tenant_id, destination_id, order_key)
     )`
@@ -262,12 +264,12 @@ function resultWrites(t: Tables, { days, fifo }: Variant) {
         successful_at = coalesce(d.successful_at, v.successful_at),
         skipped_at = null
       from v
-      where d.id = v.delivery_id and d.id in (select id from locked) and ${asyncCommit}${within('d', days)}
-        and not exists (select 1 from ${t.attempts} done where done.id = v.id${within('done', days)})
+      where d.id = v.delivery_id and d.tenant_id = v.tenant_id and d.id in (select id from locked) and ${asyncCommit}${within('d', days)}
+        and not exists (select 1 from ${t.attempts} done where done.id = v.id and done.tenant_id = v.tenant_id${within('done', days)})
       returning d.id, d.event_created_at, d.status as delivery_now
     ), written as (
       select v.*, u.event_created_at, u.delivery_now from v join updated u on u.id = v.delivery_id
-      where not exists (select 1 from ${t.attempts} done where done.id = v.id${within('done', days)})
+      where not exists (select 1 from ${t.attempts} done where done.id = v.id and done.tenant_id = v.tenant_id${within('done', days)})
     ), logged as (
       -- event_created_at: the attempt goes to its event's day partition on the partitioned layout. An attempt of an
       -- event erased while it was in flight keeps no response body.

@@ -123,7 +123,7 @@ function deliveriesTable(table: typeof pgTable) {
   return table(
     'deliveries',
     {
-      id: text('id').primaryKey(),
+      id: text('id').notNull(),
       tenant_id: text('tenant_id').notNull(),
       event_id: text('event_id').notNull(),
       destination_id: text('destination_id').notNull(),
@@ -152,7 +152,7 @@ function deliveriesTable(table: typeof pgTable) {
       // deliveries and attempts live in its day's partitions. Null on rows written before this column.
       event_created_at: ts('event_created_at'),
     },
-    (t) => [
+    (t) => [primaryKey({ columns: [t.id, t.tenant_id] }), 
       uniqueIndex('deliveries_pair_idx').on(t.tenant_id, t.event_id, t.destination_id),
       // Claiming: only pending rows are indexed, ordered by when they are due.
       index('deliveries_due_idx').on(t.next_attempt_at).where(sql`status = 'pending'`),
@@ -171,7 +171,7 @@ function attemptsTable(table: typeof pgTable) {
   return table(
     'attempts',
     {
-      id: text('id').primaryKey(),
+      id: text('id').notNull(),
       tenant_id: text('tenant_id').notNull(),
       event_id: text('event_id').notNull(),
       destination_id: text('destination_id').notNull(),
@@ -193,7 +193,7 @@ function attemptsTable(table: typeof pgTable) {
       // Copied from the delivery: attempts live in their event's day partition (null on rows written before this column).
       event_created_at: ts('event_created_at'),
     },
-    (t) => [index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
+    (t) => [primaryKey({ columns: [t.id, t.tenant_id] }), index('attempts_event_idx').on(t.tenant_id, t.event_id, t.delivered_at), index('attempts_time_idx').on(t.delivered_at, t.tenant_id)],
   )
 }
 
@@ -202,7 +202,7 @@ function replayJobsTable(table: typeof pgTable) {
   return table(
     'replay_jobs',
     {
-      id: text('id').primaryKey(),
+      id: text('id').notNull(),
       tenant_id: text('tenant_id').notNull(),
       destination_id: text('destination_id').notNull(),
       status: text('status').notNull(),
@@ -225,7 +225,7 @@ function replayJobsTable(table: typeof pgTable) {
       updated_at: ts('updated_at').notNull(),
       finished_at: ts('finished_at'),
     },
-    (t) => [
+    (t) => [primaryKey({ columns: [t.id, t.tenant_id] }), 
       index('replay_jobs_running_idx').on(t.created_at).where(sql`status = 'running'`),
       index('replay_jobs_destination_idx').on(t.tenant_id, t.destination_id, t.created_at),
     ],
@@ -237,7 +237,7 @@ function expungeJobsTable(table: typeof pgTable) {
   return table(
     'expunge_jobs',
     {
-      id: text('id').primaryKey(),
+      id: text('id').notNull(),
       tenant_id: text('tenant_id').notNull(),
       // created (no batch yet), running, done
       status: text('status').notNull(),
@@ -254,7 +254,7 @@ function expungeJobsTable(table: typeof pgTable) {
       updated_at: ts('updated_at').notNull(),
       finished_at: ts('finished_at'),
     },
-    (t) => [index('expunge_jobs_open_idx').on(t.created_at).where(sql`status <> 'done'`)],
+    (t) => [primaryKey({ columns: [t.id, t.tenant_id] }), index('expunge_jobs_open_idx').on(t.created_at).where(sql`status <> 'done'`)],
   )
 }
 
