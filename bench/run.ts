@@ -51,6 +51,7 @@ const plan: Job[] = ([
   { group: 'pgboss', db: null, file: 'anchors/pgboss.ts', needs: ['postgres'] },
   { group: 'bullmq', db: null, file: 'anchors/bullmq.ts', needs: ['redis'] },
   { group: 'prune-day', db: 'postgres', file: 'outflow/prune-day.ts', needs: ['engine', 'postgres'] },
+  { group: 'tenant-claims', db: 'postgres', file: 'outflow/tenant-claims.ts', needs: ['engine', 'postgres'] },
   ...(['sqlite', 'postgres'] as const).flatMap((db): Job[] => {
     const pg: Need[] = db === 'postgres' ? ['postgres'] : []
     return [
@@ -78,7 +79,7 @@ const plan: Job[] = ([
 ] as Job[]).sort((a, b) => groupOrder(a.group) - groupOrder(b.group))
 
 function groupOrder(group: string): number {
-  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'batch', 'drain', 'growth', 'streams', 'kafka-eventbridge', 'bare-insert', 'publish', 'catalog', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'prune-day', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
+  return ['ceiling', 'pgboss', 'bullmq', 'delivery', 'batch', 'drain', 'growth', 'streams', 'kafka-eventbridge', 'bare-insert', 'publish', 'catalog', 'http-publish', 'latency', 'list', 'metrics', 'prune', 'prune-day', 'tenant-claims', 'latency-prune', 'latency-seeded', 'latency-replay', 'backlog', 'soak'].indexOf(group)
 }
 
 const usage = `usage: tsx bench/run.ts [--quick] [--soak] [--only ${[...new Set(plan.map((j) => j.group))].join(',')}] [--db sqlite|postgres] [--json file] [--cpu-prof dir] [--compare REV [--rounds N]]`

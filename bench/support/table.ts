@@ -277,7 +277,7 @@ export function renderTable(outcomes: Outcomes, sizes: Sizes): string {
     met: perDb((db) => (pruned(db) && many(db) ? mark(pruned(db)! >= many(db)!) : undefined)),
   })
 
-  rows.push(...pruneDayRows(outcomes, sizes))
+  rows.push(...pruneDayRows(outcomes, sizes), ...tenantClaimRows(outcomes, sizes))
 
   rows.push(
     latencyBesideRow(outcomes, sizes, 'latency-prune', `while pruning ${int.format(sizes.pruneEvents)} old events`, 'without pruning (row above)'),
@@ -474,4 +474,24 @@ function destinationTypeRows(outcomes: Outcomes, sizes: Sizes): Row[] {
     target: '—',
     met: '—',
   }))
+}
+
+/** Drain with claims per tenant against the global claim, same process, 1 tenant and 1,000 (bench/outflow/tenant-claims.ts). */
+function tenantClaimRows(outcomes: Outcomes, sizes: Sizes): Row[] {
+  const key = 'tenant-claims:postgres'
+  if (!outcomes.has(key)) return []
+  const v = (field: string) => value(outcomes, key, field)
+  const cell = (name: string) => (v(`${name}PerSec`) === undefined ? missing(outcomes, key) : `${perSec(v(`${name}PerSec`)!)} · ${us(v(`${name}CpuUs`)!)}`)
+  return [1, 1_000].map((tenants) => {
+    const ratio = v(`tenant${tenants}PerSec`) && v(`global${tenants}PerSec`) ? v(`tenant${tenants}PerSec`)! / v(`global${tenants}PerSec`)! : undefined
+    return {
+      metric: `drain with claims per tenant (tenantClaims, what Citus needs): deliveries/s · engine CPU µs per delivery, ${int.format(sizes.deliveries)} pending deliveries over ${int.format(tenants)} tenant${tenants > 1 ? 's' : ''}, a webhook each`,
+      sqlite: '—',
+      postgres: cell(`tenant${tenants}`),
+      anchor: `the global claim, same process: ${cell(`global${tenants}`)}`,
+      ratio: ratio === undefined ? '—' : `${ratio.toFixed(2)}×`,
+      target: '≥ 0.9× (one run\'s noise)',
+      met: ratio === undefined ? '—' : mark(ratio >= 0.9),
+    }
+  })
 }

@@ -36,6 +36,7 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_POSTGRES_LISTEN_URL', 'postgres.listenUrl'),
   variable('OUTFLOW_POSTGRES_POOLER', 'postgres.pooler'),
   variable('OUTFLOW_POSTGRES_PARTITION_HISTORY', 'postgres.partitionHistory', 'boolean'),
+  variable('OUTFLOW_POSTGRES_TENANT_CLAIMS', 'postgres.tenantClaims', 'boolean'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -121,6 +122,7 @@ export const SettingsSchema = v.pipe(
         listenUrl: v.optional(postgresUrl),
         pooler: v.optional(v.picklist(['transaction'], 'must be transaction')),
         partitionHistory: v.optional(v.boolean('must be true or false')),
+        tenantClaims: v.optional(v.boolean('must be true or false')),
       }),
     ),
     sqlite: v.optional(

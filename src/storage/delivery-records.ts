@@ -78,7 +78,10 @@ export interface ClaimRequest {
   now: Date
   leaseUntil: Date
   limit: number
-  /** Only deliveries due at or after this (the worker's claim window; see DeliveryWorker). */
+  /**
+   * Only deliveries due at or after this (the worker's claim window; see ClaimWindow). A storage may take it as a
+   * hint only: Postgres with `tenantClaims` claims tenant by tenant and ignores it (its deliveries carry no `due_at`).
+   */
   dueSince?: Date
 }
 

@@ -6,6 +6,7 @@ import { migrationsFolder } from './migrations-folder.js'
 import { createPartitionsAhead, daysAhead, historyPartitioned, partitionEmptyHistory } from './postgres-partitions.js'
 import { createClaimFunction } from './postgres-partitioned-claim.js'
 import { movePlainHistory, type MoveProgress, type MoveReport } from './postgres-partition-move.js'
+import { prepareTenantClaims } from './postgres-tenant-claims.js'
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
@@ -17,7 +18,13 @@ const migrationsTable = '__outflow_migrations'
  * processes starting at once migrate one after the other. Its search_path is Outflow's schema: the committed
  * migrations name their tables without one.
  */
-export async function migratePostgres(connect: typeof PostgresJs, drizzle: typeof drizzlePostgres, url: string, schemaName: string, partition = true): Promise<void> {
+export async function migratePostgres(
+  connect: typeof PostgresJs,
+  drizzle: typeof drizzlePostgres,
+  url: string,
+  schemaName: string,
+  { partition = true, tenantClaims = false } = {},
+): Promise<void> {
   const lockClient = connect(url, { max: 1, onnotice: () => {}, connection: { search_path: `"${schemaName}"` } })
   try {
     await lockClient`select pg_advisory_lock(${migrationLockKey})`
@@ -25,6 +32,7 @@ export async function migratePostgres(connect: typeof PostgresJs, drizzle: typeo
     await adoptDrizzleMigrations(lockClient, schemaName, folder)
     await migrate(drizzle({ client: lockClient }), { migrationsFolder: folder, migrationsSchema: schemaName, migrationsTable })
     await prepareHistory(lockClient, schemaName, partition)
+    await prepareTenantClaims(lockClient, schemaName, tenantClaims)
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
   } finally {
     await lockClient.end()
@@ -35,12 +43,14 @@ export async function migratePostgres(connect: typeof PostgresJs, drizzle: typeo
  * Move an existing install's plain event log to the partitioned layout, online and resumably (see
  * postgres-partition-move.ts), under the migration lock; then the claim function and the coming days' partitions.
  */
-export async function partitionPostgresHistory(connect: typeof PostgresJs, url: string, schemaName: string, progress: MoveProgress): Promise<MoveReport> {
+export async function partitionPostgresHistory(connect: typeof PostgresJs, url: string, schemaName: string, progress: MoveProgress, tenantClaims = false): Promise<MoveReport> {
   const lockClient = connect(url, { max: 1, onnotice: () => {}, connection: { search_path: `"${schemaName}"` } })
   try {
     await lockClient`select pg_advisory_lock(${migrationLockKey})`
     const report = await movePlainHistory(lockClient, schemaName, progress)
     await prepareHistory(lockClient, schemaName, false)
+    // The moved table keeps its triggers as a partition; the new parent gets them (and so every day's partition).
+    await prepareTenantClaims(lockClient, schemaName, tenantClaims)
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
     return report
   } finally {

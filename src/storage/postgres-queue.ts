@@ -111,7 +111,8 @@ function claimStatement(t: Tables, windowed: boolean) {
     from leased l join ${t.events} e on e.tenant_id = l.tenant_id and e.id = l.event_id`)
 }
 
-function claimedDelivery(row: unknown[]): ClaimedDelivery {
+/** A row of a claim statement (its select list, in this order) as the worker takes it. */
+export function claimedDelivery(row: unknown[]): ClaimedDelivery {
   const [id, tenant_id, event_id, destination_id, attempt_count, manual, replay_job, order_key, topic, time, data, metadata, eligible_for_retry, created_at, due_at] = row
   const event = { tenant_id, id: event_id, topic, time, data, metadata, eligible_for_retry, created_at } as EventRecord
   return {

@@ -17,6 +17,7 @@ import { postgresQueue } from './postgres-queue.js'
 import { checkedReplicaOptions, readingFromReplica, replicaLag, ReplicaRouter, type ReplicaOptions } from './postgres-replica.js'
 import { checkedRoute, poolSettings, sessionConnection, type PostgresRoute } from './postgres-pooler.js'
 import { partitionsKeeper } from './postgres-partitions-keeper.js'
+import { tenantClaims } from './postgres-tenant-claims.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage, StorageContext } from './storage.js'
 
@@ -72,6 +73,13 @@ export interface PostgresOptions extends ReplicaOptions {
    * install keeps its layout; both layouts work. See docs/operating.md#retention.
    */
   partitionHistory?: boolean
+  /**
+   * Claim due deliveries tenant by tenant (default false): each claim names the tenants it leases from, read from
+   * a small table of tenants with due work that a trigger on deliveries keeps. What Citus needs (a row lock only in
+   * a statement that names its tenants); on one Postgres it delivers at the rate of the global claim (see
+   * docs/citus.md). Every engine on a database must use the same setting; `migrate()` sets the database up for it.
+   */
+  tenantClaims?: boolean
 }
 
 /**
@@ -149,7 +157,7 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
       // On the direct connection: the migration lock is a session lock, and the migration's search_path a startup parameter.
       migrate: async () => {
-        await migratePostgres(connect, drizzle, route.directUrl, schemaName, options.partitionHistory ?? false)
+        await migratePostgres(connect, drizzle, route.directUrl, schemaName, { partition: options.partitionHistory ?? false, tenantClaims: options.tenantClaims ?? false })
         await partitions.migrated()
       },
       async close() {
@@ -161,13 +169,13 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       onWork: (listener) => session.listen(workChannel, listener),
     }
     const hotPath = postgresHotPath(tables)
-    const partitionHistory: Storage['partitionHistory'] = (progress) => partitionPostgresHistory(connect, route.directUrl, schemaName, progress).finally(() => partitions.migrated())
+    const partitionHistory: Storage['partitionHistory'] = (progress) => partitionPostgresHistory(connect, route.directUrl, schemaName, progress, options.tenantClaims).finally(() => partitions.migrated())
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
-      const { publishTargets, claimDueDeliveries, recordAttempts, extendLeases } = postgresQueue(tables, driver, bound, partitions.partitioned)
+      const { publishTargets, recordAttempts, extendLeases, ...queue } = postgresQueue(tables, driver, bound, partitions.partitioned)
+      const claimDueDeliveries = options.tenantClaims ? tenantClaims(tables, driver, txClient, bound) : queue.claimDueDeliveries
       const context = sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound)
-      const prunePartitions = partitions.prune
-      const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases, prunePartitions, partitionHistory }
+      const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases, prunePartitions: partitions.prune, partitionHistory }
       if (!replica) return storage
       // Listings and metrics only: single statements, no transaction.
       const fromReplica = createSqlStorage(sqlContext({ db: replica.db, txDb: replica.db }, { tables, hotPath, workChannel }, bound), lifecycle)

@@ -13,7 +13,7 @@ import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 const folder = migrationsFolder('postgres')
 const journal = JSON.parse(readFileSync(join(folder, 'meta/_journal.json'), 'utf8')) as { entries: { tag: string; when: number }[] }
-const outflowTables = ['attempts', 'deliveries', 'destinations', 'events', 'expunge_jobs', 'portal_codes', 'rate_buckets', 'replay_jobs', 'signing_keys', 'tenants']
+const outflowTables = ['attempts', 'deliveries', 'destinations', 'due_tenants', 'events', 'expunge_jobs', 'portal_codes', 'rate_buckets', 'replay_jobs', 'signing_keys', 'tenants']
 
 describe.runIf(postgresAvailable)('Outflow in a Postgres schema of the host database', () => {
   const cleanups: (() => Promise<void>)[] = []

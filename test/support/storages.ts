@@ -8,10 +8,14 @@ import { migratedDatabase } from './pg-templates.js'
 import { startPgBouncer, pgbouncerAvailable, type PgBouncer } from './pgbouncer.js'
 import { createTestDatabase, postgresAvailable } from './services.js'
 
+const tenantClaimsEverywhere = process.env.OUTFLOW_TEST_TENANT_CLAIMS === '1'
+
 /** A storage under test: `open()` gives a fresh, migrated, empty one; `cleanup()` removes what it made. */
 export interface StorageKind {
   name: string
   available: boolean
+  /** Postgres claiming tenant by tenant (`tenantClaims`): it takes the worker's claim window as a hint only. */
+  tenantClaims?: boolean
   open(): Promise<Storage>
   cleanup(): Promise<void>
 }
@@ -19,9 +23,11 @@ export interface StorageKind {
 /**
  * SQLite in memory, SQLite on a file, and Postgres (a fresh database per `open()`, with the partitioned layout new
  * installs get). `{ plainPostgres: true }` adds Postgres with the plain tables (a host's drizzle-kit layout, or an
- * install from before partitioning). Each call gives new kinds with their own cleanup.
+ * install from before partitioning). `{ tenantClaims: true }` adds Postgres claiming tenant by tenant (the
+ * `tenantClaims` option); OUTFLOW_TEST_TENANT_CLAIMS=1 makes every Postgres kind claim so (a whole-suite run of
+ * that mode, docs/testing.md). Each call gives new kinds with their own cleanup.
  */
-export function storageKinds({ plainPostgres = false } = {}): StorageKind[] {
+export function storageKinds({ plainPostgres = false, tenantClaims = false } = {}): StorageKind[] {
   const dirs: string[] = []
   const dbs: { drop(): Promise<void> }[] = []
   const opened: Storage[] = []
@@ -33,13 +39,14 @@ export function storageKinds({ plainPostgres = false } = {}): StorageKind[] {
   const closeAll = async () => {
     await Promise.all(opened.splice(0).map((s) => s.close().catch(() => {})))
   }
-  const postgresKind = (name: string, partitionHistory: boolean): StorageKind => ({
+  const postgresKind = (name: string, partitionHistory: boolean, claimByTenant = tenantClaimsEverywhere): StorageKind => ({
     name,
     available: postgresAvailable,
+    tenantClaims: claimByTenant,
     open: async () => {
       const db = await migratedDatabase(partitionHistory ? 'partitioned' : 'plain')
       dbs.push(db)
-      return track(await postgres({ url: db.url, max: 4, partitionHistory })())
+      return track(await postgres({ url: db.url, max: 4, partitionHistory, tenantClaims: claimByTenant })())
     },
     cleanup: async () => {
       await closeAll()
@@ -63,6 +70,7 @@ export function storageKinds({ plainPostgres = false } = {}): StorageKind[] {
     },
     postgresKind('postgres', true),
     ...(plainPostgres ? [postgresKind('postgres plain tables', false)] : []),
+    ...(tenantClaims && !tenantClaimsEverywhere ? [postgresKind('postgres tenant claims', false, true)] : []),
   ]
 }
 
@@ -83,11 +91,12 @@ export function pgbouncerKind(): StorageKind {
   return {
     name: 'postgres through pgbouncer',
     available: postgresAvailable && pgbouncerAvailable(),
+    tenantClaims: tenantClaimsEverywhere,
     open: async () => {
       const db = await createTestDatabase()
       dbs.push(db)
       const pooledUrl = (await (bouncer ??= startPgBouncer())).pooledUrl(db.url)
-      const s = await postgres({ url: pooledUrl, listenUrl: db.url, pooler: 'transaction', max: 4 })()
+      const s = await postgres({ url: pooledUrl, listenUrl: db.url, pooler: 'transaction', max: 4, tenantClaims: tenantClaimsEverywhere })()
       opened.push(s)
       await s.migrate()
       return s

@@ -47,6 +47,7 @@ function defineTables(table: typeof pgTable) {
     replay_jobs: replayJobsTable(table),
     expunge_jobs: expungeJobsTable(table),
     rate_buckets: rateBucketsTable(table),
+    due_tenants: dueTenantsTable(table),
     portal_codes: portalCodesTable(table),
     signing_keys: signingKeysTable(table),
   }
@@ -273,6 +274,21 @@ function rateBucketsTable(table: typeof pgTable) {
 }
 
 /**
+ * Claims per tenant (the `tenantClaims` option, what Citus needs: postgres-tenant-claims.ts): each tenant that may
+ * have a delivery due, no later than its earliest. Kept by a trigger on deliveries while the option is on.
+ */
+function dueTenantsTable(table: typeof pgTable) {
+  return table(
+    'due_tenants',
+    {
+      tenant_id: text('tenant_id').primaryKey(),
+      due_at: ts('due_at').notNull(),
+    },
+    (t) => [index('due_tenants_due_idx').on(t.due_at, t.tenant_id)],
+  )
+}
+
+/**
  * Portal sign-in codes (`GET /tenants/{id}/portal`): short-lived and single-use. Only a SHA-256 of the
  * code is kept, so reading this table yields nothing to sign in with; using a code deletes its row.
  */
@@ -310,4 +326,4 @@ function signingKeysTable(table: typeof pgTable) {
 }
 
 // The tables in `public`, for drizzle-kit (drizzle.postgres.config.ts generates the committed migrations from them).
-export const { tenants, destinations, events, deliveries, attempts, replay_jobs, expunge_jobs, rate_buckets, portal_codes, signing_keys, delivery_order_seq } = postgresTables()
+export const { tenants, destinations, events, deliveries, attempts, replay_jobs, expunge_jobs, rate_buckets, due_tenants, portal_codes, signing_keys, delivery_order_seq } = postgresTables()
