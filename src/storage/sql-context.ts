@@ -1,4 +1,4 @@
-import { inArray, sql, type SQL, type Column } from 'drizzle-orm'
+import { and, eq, inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type { qualifiedPostgresTables } from './schema/postgres.js'
@@ -90,12 +90,15 @@ export function keysetPlan(columns: Column[], req: KeysetRequest): { where?: SQL
 /**
  * The deliveries matching `where`, locked in id order (Postgres): every statement that writes many
  * deliveries takes their row locks in this one order, so two of them (a result write and a lease
- * renewal, a tenant delete) cannot deadlock. SQLite has one writer and needs no locks.
+ * renewal, a tenant delete) cannot deadlock. SQLite has one writer and needs no locks. With `tenantId` (which
+ * `where` must also name), the outer statement names it too, so on Citus the whole write runs on the tenant's shard
+ * rather than as an update of every shard (docs/citus.md, problem 5).
  */
-export function deliveriesInIdOrder(ctx: SqlContext, db: Db, where: SQL | undefined): SQL | undefined {
+export function deliveriesInIdOrder(ctx: SqlContext, db: Db, where: SQL | undefined, tenantId?: string): SQL | undefined {
   const { deliveries } = ctx.tables
   if (ctx.dialect !== 'postgres') return where
-  return inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(where).orderBy(deliveries.id).for('update'))
+  const locked = inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(where).orderBy(deliveries.id).for('update'))
+  return tenantId === undefined ? locked : and(eq(deliveries.tenant_id, tenantId), locked)
 }
 
 /**

@@ -62,7 +62,7 @@ export async function deleteTenant(ctx: SqlContext, id: string): Promise<boolean
     // Replay jobs before deliveries: a replay step locks its job, then deliveries (no deadlock).
     await db.delete(replay_jobs).where(eq(replay_jobs.tenant_id, id))
     await db.delete(expunge_jobs).where(eq(expunge_jobs.tenant_id, id))
-    await db.delete(deliveries).where(deliveriesInIdOrder(ctx, db, eq(deliveries.tenant_id, id)))
+    await db.delete(deliveries).where(deliveriesInIdOrder(ctx, db, eq(deliveries.tenant_id, id), id))
     await db.delete(attempts).where(eq(attempts.tenant_id, id))
     await db.delete(events).where(eq(events.tenant_id, id))
     await db.delete(rate_buckets).where(eq(rate_buckets.tenant_id, id))
@@ -179,7 +179,7 @@ export async function deleteDestination(ctx: SqlContext, tenantId: string, id: s
     await db
       .update(deliveries)
       .set({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_until: null })
-      .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'))))
+      .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending')), tenantId))
     await db.delete(rate_buckets).where(and(eq(rate_buckets.tenant_id, tenantId), eq(rate_buckets.destination_id, id)))
     return true
   })
@@ -218,6 +218,7 @@ export async function setDestinationDisabled(
             db,
             // Not the deliveries of a FIFO destination waiting for their turn: the one before them lets them go.
             and(eq(deliveries.tenant_id, tenantId), eq(deliveries.destination_id, id), eq(deliveries.status, 'pending'), isNull(deliveries.next_attempt_at), isNull(deliveries.order_state)),
+            tenantId,
           ),
         )
     }

@@ -36,7 +36,7 @@ async function erase(ctx: SqlContext, db: Db, tenantId: string, ids: string[], n
   await db
     .update(d)
     .set({ status: 'expunged', next_attempt_at: null, lease_owner: null, lease_until: null, order_state: null, replay_job: null })
-    .where(deliveriesInIdOrder(ctx, db, and(ofEvents, ne(d.status, 'expunged'))))
+    .where(deliveriesInIdOrder(ctx, db, and(ofEvents, ne(d.status, 'expunged')), tenantId))
   if (keys.length && (await promoteHeads(ctx, db, keys.map((k) => ({ ...k, order_key: k.order_key! })), now)) > 0) await ctx.notifyWork?.(db)
   await db.update(a).set({ response_body: null }).where(and(eq(a.tenant_id, tenantId), inArray(a.event_id, found), isNotNull(a.response_body)))
   return { found, fresh }
