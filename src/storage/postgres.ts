@@ -173,7 +173,7 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
       const { publishTargets, recordAttempts, extendLeases, ...queue } = postgresQueue(tables, driver, bound, partitions.partitioned)
-      const claimDueDeliveries = options.tenantClaims ? tenantClaims(tables, driver, txClient, bound) : queue.claimDueDeliveries
+      const claimDueDeliveries = options.tenantClaims ? tenantClaims(tables, driver, txClient, bound, schemaName) : queue.claimDueDeliveries
       const context = sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound)
       const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases, prunePartitions: partitions.prune, partitionHistory }
       if (!replica) return storage

@@ -8,7 +8,7 @@ import type { StorageKind } from './storages.js'
 export const citusUrl = process.env.OUTFLOW_CITUS_URL
 
 /** Tables distributed by tenant_id, co-located with `tenants` (distributed by its id, the tenant). */
-const byTenant = ['destinations', 'events', 'deliveries', 'attempts', 'rate_buckets', 'replay_jobs', 'expunge_jobs']
+const byTenant = ['destinations', 'events', 'deliveries', 'attempts', 'rate_buckets', 'replay_jobs', 'expunge_jobs', 'due_tenants']
 /** Tables without a tenant, or read by a key without one: a copy on every node. */
 const reference = ['signing_keys', 'portal_codes']
 
@@ -22,6 +22,8 @@ export async function distributeForCitus(sql: postgresClient.Sql, schema: string
     (await sql<{ name: string }[]>`select logicalrelid::regclass::text as name from pg_dist_partition`).map((r) => r.name.replace(/^.*\./, '').replaceAll('"', '')),
   )
   const q = (table: string) => `"${schema}".${table}`
+  // The tenantClaims trigger on deliveries writes only its own tenant's due_tenants row (co-located).
+  await sql`set citus.enable_unsafe_triggers = on`
   if (!distributed.has('tenants')) await sql`select create_distributed_table(${q('tenants')}, 'id')`
   for (const table of byTenant) {
     if (!distributed.has(table)) await sql`select create_distributed_table(${q(table)}, 'tenant_id', colocate_with => ${q('tenants')})`
@@ -30,19 +32,20 @@ export async function distributeForCitus(sql: postgresClient.Sql, schema: string
 }
 
 /**
- * Postgres storage on the Citus coordinator: a fresh schema per `open()`, migrated (plain layout), then
- * distributed. Available only with OUTFLOW_CITUS_URL.
+ * Postgres storage on the Citus coordinator: a fresh schema per `open()`, migrated (plain layout, claims per
+ * tenant unless told otherwise), then distributed. Available only with OUTFLOW_CITUS_URL.
  */
-export function citusKind(): StorageKind {
+export function citusKind({ tenantClaims = true } = {}): StorageKind {
   const schemas: string[] = []
   const opened: Array<{ close(): Promise<void> }> = []
   return {
     name: 'citus',
     available: Boolean(citusUrl),
+    tenantClaims,
     open: async () => {
       const schema = `outflow_c${process.pid}_${Math.random().toString(36).slice(2, 8)}`
       schemas.push(schema)
-      const storage = await postgres({ url: citusUrl!, schema, max: 4, partitionHistory: false })()
+      const storage = await postgres({ url: citusUrl!, schema, max: 4, partitionHistory: false, tenantClaims })()
       opened.push(storage)
       await storage.migrate()
       const sql = postgresClient(citusUrl!, { max: 1, onnotice: () => {} })
