@@ -37,6 +37,7 @@ export const variables: readonly Variable[] = [
   variable('OUTFLOW_POSTGRES_POOLER', 'postgres.pooler'),
   variable('OUTFLOW_POSTGRES_PARTITION_HISTORY', 'postgres.partitionHistory', 'boolean'),
   variable('OUTFLOW_POSTGRES_TENANT_CLAIMS', 'postgres.tenantClaims', 'boolean'),
+  variable('OUTFLOW_POSTGRES_CITUS', 'postgres.citus', 'boolean'),
   variable('OUTFLOW_SQLITE_PATH', 'sqlite.path'),
   variable('OUTFLOW_SQLITE_SYNCHRONOUS', 'sqlite.synchronous'),
   variable('OUTFLOW_SQLITE_BUSY_TIMEOUT_MS', 'sqlite.busyTimeoutMs', 'integer'),
@@ -123,6 +124,7 @@ export const SettingsSchema = v.pipe(
         pooler: v.optional(v.picklist(['transaction'], 'must be transaction')),
         partitionHistory: v.optional(v.boolean('must be true or false')),
         tenantClaims: v.optional(v.boolean('must be true or false')),
+        citus: v.optional(v.boolean('must be true or false')),
       }),
     ),
     sqlite: v.optional(

@@ -1,7 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/pg-core'
 import type { Db, HotPath, Tables } from './sql-context.js'
-import { column, driverOf, iso, prepared, slot, type Driver } from './postgres-prepared.js'
+import { publishLocks, type ShardGroups } from './postgres-citus.js'
+import { column, driverOf, iso, onShardOf, prepared, slot, type Driver } from './postgres-prepared.js'
 import type { InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
@@ -10,7 +11,8 @@ import type { InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneReques
  * with a parameter per value cost most of the publish path's CPU (see bench/); this costs a handful of
  * parameters at any batch size, and the statement is compiled once and prepared (postgres-prepared.ts).
  */
-export function postgresHotPath(tables: Tables): HotPath {
+export function postgresHotPath(tables: Tables, shards?: ShardGroups): HotPath {
+  if (shards) return { singleStatementInsert: false, insertEvents: citusInsertEvents(tables, shards), pruneEvents: (db, request) => pruneEvents(db, tables, request) }
   const inserts = eventInserts(tables)
   return {
     singleStatementInsert: true,
@@ -28,15 +30,21 @@ const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 type InsertColumn =
   | 'e_tenant' | 'e_id' | 'e_topic' | 'e_time' | 'e_data' | 'e_metadata' | 'e_retry' | 'e_created' | 'e_group' | 'e_schema_valid'
   | 'd_id' | 'd_tenant' | 'd_event' | 'd_destination' | 'd_topic' | 'd_event_time' | 'd_next' | 'd_lease_owner' | 'd_lease_until'
-  | 'd_status' | 'd_skipped_at' | 'd_order_key' | 'd_event_created'
+  | 'd_status' | 'd_skipped_at' | 'd_order_key' | 'd_event_created' | 'd_order_seq'
 
 /**
  * The event insert, compiled once. With `checks` (conditions with placeholders of their own, by name: see
  * postgres-outbox.ts) it writes nothing unless every one holds, answers the name of each that does not, and
  * answers the id of its transaction when it wrote deliveries.
  */
-export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
+export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>, { byShard = false } = {}) {
   const c = (name: InsertColumn, type: string) => column(name, type)
+  // On Citus: every table read by the batch's tenants too (their shards only), and no row lock (see citusLocks).
+  const of = onShardOf(byShard)
+  const hold = (lock: string) => (byShard ? sql`` : sql.raw(` ${lock}`))
+  // On Citus the FIFO order numbers come as a column (see citusInsertEvents): Citus fails the statement when it
+  // draws them itself while joining the held destinations.
+  const seqGiven = (given: string, drawn = '') => sql.raw(byShard ? given : drawn)
   const named = Object.entries(checks ?? {})
   const guard = named.length ? sql.join(named.map(([, holds]) => sql`(${holds})`), sql` and `) : undefined
   return prepared<string>(sql`
@@ -45,34 +53,29 @@ export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
         ${c('e_metadata', 'jsonb')}, ${c('e_retry', 'bool')}, ${c('e_created', 'timestamptz')}, ${c('e_group', 'text')}, ${c('e_schema_valid', 'bool')})
         as i(tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, grp, schema_valid)${guard ? sql` where ${guard}` : sql``}
     ), owner as (
-      select id from ${t.tenants} where id in (select tenant_id from input) for key share
+      select id from ${t.tenants} tn where id in (select tenant_id from input)${of('tn', 'id')}${hold('for key share')}
     ), orphaned as (
       select grp, min(tenant_id) as tenant_id from input where tenant_id not in (select id from owner) group by grp
     ), ev as (
       insert into ${t.events} (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid)
       select tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at, schema_valid from input
-      where grp not in (select grp from orphaned)
-        -- The partitioned layout's unique key is per day partition: a duplicate of an earlier day's event is
-        -- found here, within the idempotency window (only the partitions from dedup_since to the start of the
-        -- batch's last day are read: that day's own unique key finds the rest, on conflict).
-        and not exists (select 1 from ${t.events} x where x.tenant_id = input.tenant_id and x.id = input.id
-          and x.created_at >= ${slot('dedup_since')}::timestamptz and x.created_at < ${slot('dedup_until')}::timestamptz)
+      where grp not in (select grp from orphaned)${byShard ? sql`` : earlierDuplicate(t)}
       on conflict do nothing
       returning tenant_id, id
-    ), target as (
-      -- Joined to the held tenants, so a destination is held only after its tenant (deleteTenant's order).
+    ), target as ${sql.raw(byShard ? 'materialized ' : '')}(
+      -- Joined to the held tenants, so a destination is held only after its tenant (deleteTenant's order). On Citus
+      -- materialized: inlined into the deliveries' insert, Citus mistyped the rows it sent to several shards.
       select d.tenant_id, d.id from ${t.destinations} d join owner on owner.id = d.tenant_id
-      where (d.tenant_id, d.id) in (select * from unnest(${c('d_tenant', 'text')}, ${c('d_destination', 'text')}))
-      for key share of d
+      where (d.tenant_id, d.id) in (select * from unnest(${c('d_tenant', 'text')}, ${c('d_destination', 'text')}))${of('d')}${hold('for key share of d')}
     ), dl as (
       insert into ${t.deliveries} (id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key,
-        event_created_at, attempt_count, manual, order_seq, order_state)
-      select d.*, 0, false, case when d.order_key is null then null else nextval(${sql.raw(`'${orderSequence(t)}'`)}) end,
+        event_created_at${seqGiven(', order_seq')}, attempt_count, manual${seqGiven('', ', order_seq')}, order_state)
+      select d.*, 0, false,${seqGiven('', ` case when d.order_key is null then null else nextval('${orderSequence(t)}') end,`)}
         case when d.order_key is null then null else 'waiting' end
       from unnest(${c('d_id', 'text')}, ${c('d_tenant', 'text')}, ${c('d_event', 'text')}, ${c('d_destination', 'text')}, ${c('d_topic', 'text')},
         ${c('d_event_time', 'timestamptz')}, ${c('d_next', 'timestamptz')}, ${c('d_lease_owner', 'text')}, ${c('d_lease_until', 'timestamptz')},
-        ${c('d_status', 'text')}, ${c('d_skipped_at', 'timestamptz')}, ${c('d_order_key', 'text')}, ${c('d_event_created', 'timestamptz')})
-        as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key, event_created_at)
+        ${c('d_status', 'text')}, ${c('d_skipped_at', 'timestamptz')}, ${c('d_order_key', 'text')}, ${c('d_event_created', 'timestamptz')}${byShard ? sql`, ${c('d_order_seq', 'int8')}` : sql``})
+        as d(id, tenant_id, event_id, destination_id, topic, event_time, next_attempt_at, lease_owner, lease_until, status, skipped_at, order_key, event_created_at${seqGiven(', order_seq')})
       join ev on ev.tenant_id = d.tenant_id and ev.id = d.event_id
       join target on target.tenant_id = d.tenant_id and target.id = d.destination_id
       returning tenant_id, event_id, destination_id, status
@@ -85,6 +88,15 @@ export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>) {
     union all select 'refused', ${sql.raw(`'${name}'`)}, null, null where not (${holds})`),
     )}`)
 }
+
+/**
+ * The partitioned layout's unique key is per day partition: a duplicate of an earlier day's event is found here,
+ * within the idempotency window (only the partitions from dedup_since to the start of the batch's last day are read:
+ * that day's own unique key finds the rest, on conflict). Plain tables (Citus's) find every duplicate on conflict.
+ */
+const earlierDuplicate = (t: Tables) => sql`
+        and not exists (select 1 from ${t.events} x where x.tenant_id = input.tenant_id and x.id = input.id
+          and x.created_at >= ${slot('dedup_since')}::timestamptz and x.created_at < ${slot('dedup_until')}::timestamptz)`
 
 /** The statements of an event insert: the insert (see eventInsertStatement) and the read of a duplicate's destinations. */
 export interface EventInserts {
@@ -99,6 +111,29 @@ export function eventInserts(t: Tables, checks?: Record<string, SQL>): EventInse
     existing: prepared<'tenant' | 'event'>(
       sql`select destination_id from ${t.deliveries} where tenant_id = ${slot('tenant')}::text and event_id = ${slot('event')}::text and status <> 'skipped'`,
     ),
+  }
+}
+
+/**
+ * The event insert on Citus, in the storage's transaction: the row locks first, in a statement per shard group
+ * (see publishLocks), then the insert without locks for the whole batch, its tables read by the batch's tenants.
+ * Citus runs the insert through the coordinator; one statement keeps a group of events all or nothing.
+ */
+function citusInsertEvents(t: Tables, shards: ShardGroups): HotPath['insertEvents'] {
+  const inserts = { ...eventInserts(t), insert: eventInsertStatement(t, undefined, { byShard: true }) }
+  const lock = publishLocks(t)
+  const drawOrderNumbers = prepared<'count'>(sql`select nextval(${orderSequence(t)})::text from generate_series(1, ${slot('count')}::int)`)
+  return async (db, items) => {
+    const driver = driverOf(db)
+    const tenants = [...new Set(items.map((i) => i.event.tenant_id))]
+    for (const group of await shards.of(tenants)) {
+      const members = new Set(group)
+      const targets = items.flatMap(({ event, deliveries }) => (members.has(event.tenant_id) ? deliveries.map((d) => d.destination_id) : []).map((id) => [event.tenant_id, id]))
+      await shards.checked(() => lock(driver, { tenants: group, d_tenant: targets.map(([tenant]) => tenant), d_destination: targets.map(([, id]) => id) }))
+    }
+    const orderNumbers = async (count: number) =>
+      count === 0 ? [] : (await drawOrderNumbers(driver, { count })).map(([n]) => n as string)
+    return ((await insertEventRows(driver, inserts, items, { tenants }, orderNumbers)) as InsertedEventRows).results
   }
 }
 
@@ -132,11 +167,18 @@ export async function insertEventRows(
   statements: EventInserts,
   items: NewEventWithDeliveries[],
   checkValues: Record<string, unknown> = {},
+  orderNumbers?: (count: number) => Promise<string[]>,
 ): Promise<InsertedEventRows | RefusedEventRows> {
   const groups = items.map((item, index) => (item.group === undefined ? `item ${index}` : `group ${item.group}`))
+  const columns = insertColumns(items, groups)
+  if (orderNumbers) {
+    // One number for each delivery of an ordering key, in batch order.
+    const numbers = await orderNumbers(columns.d_order_key.filter((key) => key !== null).length)
+    columns.d_order_seq = columns.d_order_key.map((key) => (key === null ? null : numbers.shift()!))
+  }
   const created = items.map((i) => i.event.created_at.getTime())
   const dedup = { dedup_since: iso(new Date(Math.min(...created) - idempotencyWindowMs)), dedup_until: iso(new Date(Math.floor(Math.max(...created) / dayMs) * dayMs)) }
-  const written = (await statements.insert(driver, { ...insertColumns(items, groups), ...dedup, ...checkValues })) as InsertAnswerRow[]
+  const written = (await statements.insert(driver, { ...columns, ...dedup, ...checkValues })) as InsertAnswerRow[]
   const answer = readInsertAnswer(written)
   if (answer.refused.length) return { refused: answer.refused }
   const results: InsertEventResult[] = items.map(({ event: e, deliveries }, index) => {
@@ -155,7 +197,7 @@ export async function insertEventRows(
 }
 
 /** The insert's text-array parameters: a column of the events, then of their deliveries (`groups`: each item's group). */
-function insertColumns(items: NewEventWithDeliveries[], groups: string[]): Record<InsertColumn, (string | null)[]> {
+function insertColumns(items: NewEventWithDeliveries[], groups: string[]): Record<Exclude<InsertColumn, 'd_order_seq'>, (string | null)[]> & { d_order_seq?: (string | null)[] } {
   const events = items.map((i) => i.event)
   // The same id twice in one batch: only the first occurrence may bring deliveries.
   const firsts = new Set<string>()

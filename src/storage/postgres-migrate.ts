@@ -7,6 +7,7 @@ import { createPartitionsAhead, daysAhead, historyPartitioned, partitionEmptyHis
 import { createClaimFunction } from './postgres-partitioned-claim.js'
 import { movePlainHistory, type MoveProgress, type MoveReport } from './postgres-partition-move.js'
 import { prepareTenantClaims } from './postgres-tenant-claims.js'
+import { distributeTables } from './postgres-citus.js'
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
@@ -23,7 +24,7 @@ export async function migratePostgres(
   drizzle: typeof drizzlePostgres,
   url: string,
   schemaName: string,
-  { partition = true, tenantClaims = false } = {},
+  { partition = true, tenantClaims = false, citus = false } = {},
 ): Promise<void> {
   const lockClient = connect(url, { max: 1, onnotice: () => {}, connection: { search_path: `"${schemaName}"` } })
   try {
@@ -33,6 +34,8 @@ export async function migratePostgres(
     await migrate(drizzle({ client: lockClient }), { migrationsFolder: folder, migrationsSchema: schemaName, migrationsTable })
     await prepareHistory(lockClient, schemaName, partition)
     await prepareTenantClaims(lockClient, schemaName, tenantClaims)
+    // On Citus: migrated as local tables first, then distributed (a migration's backfill may join tables).
+    if (citus) await distributeTables(lockClient, schemaName)
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
   } finally {
     await lockClient.end()

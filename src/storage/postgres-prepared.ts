@@ -51,3 +51,12 @@ export function prepared<Name extends string>(query: SQL): (driver: Driver, valu
 
 /** Timestamps as ISO text, the form every prepared statement takes them in. */
 export const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null)
+
+/**
+ * The condition that keeps a table's rows to the statement's tenants (the `tenants` text-array placeholder) when
+ * `on`: on Citus, a statement that locks rows runs only if every table in it is read on one shard.
+ */
+export const onShardOf =
+  (on: boolean) =>
+  (alias: string, key = 'tenant_id'): SQL =>
+    on ? sql` and ${sql.raw(`${alias}.${key}`)} = any(${slot('tenants')}::text[])` : sql``

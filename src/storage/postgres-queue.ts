@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Tables } from './sql-context.js'
 import { asyncCommit, column, iso, prepared, slot, type Driver } from './postgres-prepared.js'
+import { onShardOf } from './postgres-prepared.js'
 import { partitionedClaimStatement, createdBounds } from './postgres-partitioned-claim.js'
 import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, DestinationStreak, EventRecord } from './storage.js'
 
@@ -48,22 +49,11 @@ export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Pr
 
     async recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]> {
       if (writes.length === 0) return []
-      // FIFO destinations: a finished delivery lets the next one of its key go.
-      const finished = writes.filter(({ delivery }) => delivery.order_key != null && delivery.status !== 'pending')
-      const keys = {
-        key_tenant: finished.map((w) => w.attempt.tenant_id),
-        key_destination: finished.map((w) => w.attempt.destination_id),
-        key: finished.map((w) => w.delivery.order_key!),
-        now: iso(writes[0]!.attempt.delivered_at),
-      }
-      const statement = !(await partitioned()) ? record : finished.length ? recordDaysFifo : recordDays
+      const keys = orderKeys(writes)
+      const statement = !(await partitioned()) ? record : keys.key.length ? recordDaysFifo : recordDays
       const bounds = createdBounds(writes.map((w) => w.delivery.id))
-      const rows = await run(() => statement(driver, { ...attemptColumns(writes), ...keys, ...bounds }))
-      return rows.map(([tenant_id, destination_id, consecutive_failures]) => ({
-        tenant_id: tenant_id as string,
-        destination_id: destination_id as string,
-        consecutive_failures: consecutive_failures as number,
-      }))
+      const rows = await run(() => statement(driver, { ...attemptColumns(writes), ...keys, ...bounds, tenants: null }))
+      return rows.map(destinationStreak)
     },
 
     async extendLeases(owner: string, ids: string[], leaseUntil: Date): Promise<number> {
@@ -129,8 +119,25 @@ export function claimedDelivery(row: unknown[]): ClaimedDelivery {
   }
 }
 
+/** FIFO destinations: the keys of the batch's finished deliveries, each of which lets the next one of its key go. */
+export function orderKeys(writes: AttemptWrite[]) {
+  const finished = writes.filter(({ delivery }) => delivery.order_key != null && delivery.status !== 'pending')
+  return {
+    key_tenant: finished.map((w) => w.attempt.tenant_id),
+    key_destination: finished.map((w) => w.attempt.destination_id),
+    key: finished.map((w) => w.delivery.order_key!),
+    now: iso(writes[0]!.attempt.delivered_at),
+  }
+}
+
+export const destinationStreak = ([tenant_id, destination_id, consecutive_failures]: unknown[]): DestinationStreak => ({
+  tenant_id: tenant_id as string,
+  destination_id: destination_id as string,
+  consecutive_failures: consecutive_failures as number,
+})
+
 /** The batch as one text array per column, in batch order. */
-function attemptColumns(writes: AttemptWrite[]) {
+export function attemptColumns(writes: AttemptWrite[]) {
   const of = <T>(pick: (w: AttemptWrite) => T) => writes.map(pick)
   const text = (n: number | null) => (n === null ? null : String(n))
   return {
@@ -167,22 +174,28 @@ type AttemptColumn = keyof ReturnType<typeof attemptColumns>
  * all, so writing a batch twice changes nothing. A delivery cancelled or erased meanwhile stays so.
  * Returns each destination of the batch that exists with its streak.
  */
-function recordStatement(t: Tables, variant: Variant) {
-  return prepared<AttemptColumn | 'key_tenant' | 'key_destination' | 'key' | 'now' | 'lo' | 'hi'>(sql`
-    with ${resultsInput()}, ${resultLocks(t, variant)}, ${resultWrites(t, variant)}, ${streakWrites(t)}
+export function recordStatement(t: Tables, variant: Variant) {
+  return prepared<AttemptColumn | 'key_tenant' | 'key_destination' | 'key' | 'now' | 'lo' | 'hi' | 'tenants'>(sql`
+    with ${resultsInput()}, ${resultLocks(t, variant)}, ${resultWrites(t, variant)}, ${streakWrites(t, variant.shard ?? false)}
     select tenant_id, id, consecutive_failures from counted
     union all
     select d.tenant_id, d.id, d.consecutive_failures from ${t.destinations} d
-    where (d.tenant_id, d.id) in (select tenant_id, destination_id from v) and (d.tenant_id, d.id) not in (select tenant_id, id from counted)`)
+    where (d.tenant_id, d.id) in (select tenant_id, destination_id from v) and (d.tenant_id, d.id) not in (select tenant_id, id from counted)${onShardOf(variant.shard ?? false)('d')}`)
 }
 
 /**
  * `days`: the rows of the batch are looked for only in the days its delivery ids carry (partitioned layout),
  * `fifo`: the batch finished deliveries of ordering keys, whose next deliveries (in any day) it makes due.
  */
-interface Variant {
+export interface Variant {
   days: boolean
   fifo: boolean
+  /** On Citus: the batch is one shard's, every table is read by its tenants (`tenants`) too. */
+  shard?: boolean
+  /** Whether the statement takes its row locks (default true; on Citus a statement of its own takes them first). */
+  locks?: boolean
+  /** Whether the statement logs the attempts it wrote (default true; on Citus a statement of its own does). */
+  logs?: boolean
 }
 
 /** The condition that keeps `alias`'s rows to the batch's days (see createdBounds), on the partitioned layout. */
@@ -190,7 +203,7 @@ const within = (alias: string, days: boolean) =>
   days ? sql` and ${sql.raw(alias)}.event_created_at between ${slot('lo')}::timestamptz and ${slot('hi')}::timestamptz` : sql``
 
 /** The batch (`v`), one row per attempt in batch order (`ord`), from its text-array columns. */
-function resultsInput() {
+export function resultsInput() {
   const c = (name: AttemptColumn, type: string) => column(name, type)
   return sql`v as (
       select * from unnest(${c('delivery_id', 'text')}, ${c('delivery_status', 'text')}, ${c('next_at', 'timestamptz')}, ${c('successful_at', 'timestamptz')},
@@ -212,27 +225,37 @@ function resultsInput() {
  * FIFO destinations: for each key of a delivery the batch finished (`key_*`), the first delivery still pending
  * (the batch's finished ones are still pending in the statement's snapshot: left out) is the key's head.
  */
-function resultLocks(t: Tables, { days, fifo }: Variant) {
+export function resultLocks(t: Tables, { days, fifo, shard = false, locks = true }: Variant) {
+  const of = onShardOf(shard)
+  const hold = (lock: string) => sql.raw(locks ? `\n      ${lock}` : '')
   return sql`held as materialized (
       select d.tenant_id, d.id from ${t.destinations} d
-      where (d.tenant_id, d.id) in (select tenant_id, destination_id from v)
+      where (d.tenant_id, d.id) in (select tenant_id, destination_id from v)${of('d')}
         and (d.consecutive_failures <> 0 or (d.tenant_id, d.id) in (select tenant_id, destination_id from v where status <> 'success'))
-      order by d.tenant_id collate "C", d.id collate "C"
-      for no key update of d
-    ), ${fifo ? heads(t) : sql`heads as (select null::text as tenant_id, null::text as id where false)`}, locked as materialized (
+      order by d.tenant_id collate "C", d.id collate "C"${hold('for no key update of d')}
+    ), ${fifo ? heads(t, shard) : sql`heads as (select null::text as tenant_id, null::text as id where false)`}, locked as materialized (
       -- After the destinations: a condition without columns is evaluated before the first row is locked.
       -- Arrays of ids and of their tenants, so the rows are found by the primary key (id, tenant_id) even in a plan
       -- made before the table had statistics: an OR of two IN subqueries, or the ids alone, was a sequential scan
       -- of the whole table for every write of results.
       select id from ${t.deliveries} d where id = any(array(select delivery_id from v union select id from heads where id is not null))
         and tenant_id = any(array(select tenant_id from v union select tenant_id from heads where id is not null))
-        and (select count(*) from held) >= 0${within('d', days && !fifo)}
-      order by id for update
+        and (select count(*) from held) >= 0${within('d', days && !fifo)}${of('d')}
+      order by id${sql.raw(locks ? ' for update' : '')}
     )`
 }
 
 /** The first pending delivery of each key whose delivery the batch finished (see resultLocks). */
-function heads(t: Tables) {
+function heads(t: Tables, shard: boolean) {
+  // On Citus a lateral join: it refuses a correlated subquery over a set-returning function.
+  if (shard)
+    return sql`heads as (
+      select k.tenant_id, h.id from (select distinct * from unnest(${column('key_tenant', 'text')}, ${column('key_destination', 'text')}, ${column('key', 'text')})) as k(tenant_id, destination_id, order_key)
+      cross join lateral (
+        select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
+          and h.status = 'pending' and h.id not in (select delivery_id from v where delivery_status <> 'pending')${onShardOf(true)('h')} order by h.order_seq limit 1
+      ) h
+    )`
   return sql`heads as (
       select k.tenant_id, (select h.id from ${t.deliveries} h where h.tenant_id = k.tenant_id and h.destination_id = k.destination_id and h.order_key = k.order_key
           and h.status = 'pending' and h.id not in (select delivery_id from v where delivery_status <> 'pending') order by h.order_seq limit 1) as id
@@ -247,10 +270,11 @@ function heads(t: Tables) {
  * write's answer is handled, while the worker still holds the batch: a retry of the batch due by then is
  * claimed, skipped as held, and waits for its lease.) Then the deliveries' new states and the attempts' log rows.
  */
-function resultWrites(t: Tables, { days, fifo }: Variant) {
+export function resultWrites(t: Tables, { days, fifo, shard = false, logs = true }: Variant) {
+  const of = onShardOf(shard)
   const promoted = sql`promoted as (
       update ${t.deliveries} d set order_state = null, next_attempt_at = ${slot('now')}::timestamptz
-      where d.id in (select id from heads) and d.id in (select id from locked) and d.order_state = 'waiting'
+      where d.id in (select id from heads) and d.id in (select id from locked) and d.order_state = 'waiting'${of('d')}
       returning d.id
     ), `
   return sql`${fifo ? promoted : sql``}updated as (
@@ -265,13 +289,18 @@ function resultWrites(t: Tables, { days, fifo }: Variant) {
         successful_at = coalesce(d.successful_at, v.successful_at),
         skipped_at = null
       from v
-      where d.id = v.delivery_id and d.tenant_id = v.tenant_id and d.id in (select id from locked) and ${asyncCommit}${within('d', days)}
-        and not exists (select 1 from ${t.attempts} done where done.id = v.id and done.tenant_id = v.tenant_id${within('done', days)})
+      where d.id = v.delivery_id and d.tenant_id = v.tenant_id and d.id in (select id from locked) and ${asyncCommit}${within('d', days)}${of('d')}
+        and not exists (select 1 from ${t.attempts} done where done.id = v.id and done.tenant_id = v.tenant_id${within('done', days)}${of('done')})
       returning d.id, d.event_created_at, d.status as delivery_now
     ), written as (
       select v.*, u.event_created_at, u.delivery_now from v join updated u on u.id = v.delivery_id
-      where not exists (select 1 from ${t.attempts} done where done.id = v.id and done.tenant_id = v.tenant_id${within('done', days)})
-    ), logged as (
+      where not exists (select 1 from ${t.attempts} done where done.id = v.id and done.tenant_id = v.tenant_id${within('done', days)}${of('done')})
+    )${logs ? attemptLog(t) : sql``}`
+}
+
+/** The attempts `written` goes into the log. */
+function attemptLog(t: Tables) {
+  return sql`, logged as (
       -- event_created_at: the attempt goes to its event's day partition on the partitioned layout. An attempt of an
       -- event erased while it was in flight keeps no response body.
       insert into ${t.attempts} (id, tenant_id, event_id, destination_id, delivery_id, attempt_number, manual, status,
@@ -283,7 +312,7 @@ function resultWrites(t: Tables, { days, fifo }: Variant) {
 }
 
 /** Each destination's streak after the batch (`counted`), written only to the destinations `held`. */
-function streakWrites(t: Tables) {
+export function streakWrites(t: Tables, shard: boolean) {
   return sql`streak as (
       select w.tenant_id, w.destination_id, ok.last is not null as reset,
         count(*) filter (where w.status <> 'success' and w.ord > coalesce(ok.last, 0)) as failures
@@ -293,7 +322,7 @@ function streakWrites(t: Tables) {
     ), counted as (
       update ${t.destinations} d set consecutive_failures = case when s.reset then s.failures else d.consecutive_failures + s.failures end
       from streak s
-      where d.tenant_id = s.tenant_id and d.id = s.destination_id and (d.tenant_id, d.id) in (select tenant_id, id from held)
+      where d.tenant_id = s.tenant_id and d.id = s.destination_id and (d.tenant_id, d.id) in (select tenant_id, id from held)${onShardOf(shard)('d')}
       returning d.tenant_id, d.id, d.consecutive_failures
     )`
 }

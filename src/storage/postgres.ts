@@ -18,6 +18,8 @@ import { checkedReplicaOptions, readingFromReplica, replicaLag, ReplicaRouter, t
 import { checkedRoute, poolSettings, sessionConnection, type PostgresRoute } from './postgres-pooler.js'
 import { partitionsKeeper } from './postgres-partitions-keeper.js'
 import { tenantClaims } from './postgres-tenant-claims.js'
+import { deliveryLocks, shardGroups, type ShardGroups } from './postgres-citus.js'
+import { citusRecordAttempts } from './postgres-citus-results.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage, StorageContext } from './storage.js'
 
@@ -80,6 +82,13 @@ export interface PostgresOptions extends ReplicaOptions {
    * docs/citus.md). Every engine on a database must use the same setting; `migrate()` sets the database up for it.
    */
   tenantClaims?: boolean
+  /**
+   * The database is a Citus coordinator (default false): `migrate()` distributes Outflow's tables by tenant
+   * (co-located; `signing_keys` and `portal_codes` as reference tables), claims go tenant by tenant (as
+   * `tenantClaims`), and what locks rows for several tenants runs once per shard group. Not with `partitionHistory`.
+   * Work in progress: see docs/citus.md for what runs on Citus so far.
+   */
+  citus?: boolean
 }
 
 /**
@@ -129,14 +138,12 @@ type Lifecycle = Parameters<typeof createSqlStorage>[1]
  */
 export function postgres(options: PostgresOptions): (context?: StorageContext) => Promise<Storage> {
   return async (context) => {
-    checkedReplicaOptions(options)
+    const { schemaName, route, claimsByTenant } = checkedOptions(options)
     const { default: connect } = await loadPeer<{ default: typeof PostgresJs }>('postgres', 'Postgres storage')
     // drizzle's driver module imports postgres itself: loaded after it, so a missing driver is the error above.
     // importPeer: in the CommonJS build a dynamic import() fails in Jest's sandbox, so it is a require there.
     const { drizzle } = await importPeer<typeof import('drizzle-orm/postgres-js')>('drizzle-orm/postgres-js')
     const timeoutMs = options.timeoutMs ?? 10_000
-    const schemaName = checkedSchemaName(options.schema ?? 'public')
-    const route = checkedRoute(options)
     const { client, db, txDb, txClient, end } = connectPools(connect, drizzle, options, route, timeoutMs)
     const session = sessionConnection(connect, client, route, timeoutMs)
     // Connected on its first read: an engine starts while its replica is down (reads go to the primary meanwhile).
@@ -157,7 +164,8 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
       // On the direct connection: the migration lock is a session lock, and the migration's search_path a startup parameter.
       migrate: async () => {
-        await migratePostgres(connect, drizzle, route.directUrl, schemaName, { partition: options.partitionHistory ?? false, tenantClaims: options.tenantClaims ?? false })
+        const layout = { partition: options.partitionHistory ?? false, tenantClaims: claimsByTenant, citus: options.citus ?? false }
+        await migratePostgres(connect, drizzle, route.directUrl, schemaName, layout)
         await partitions.migrated()
       },
       async close() {
@@ -168,14 +176,16 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       lockPruner: () => session.lockPruner(pruneLockKey + schemaLockOffset(schemaName)),
       onWork: (listener) => session.listen(workChannel, listener),
     }
-    const hotPath = postgresHotPath(tables)
-    const partitionHistory: Storage['partitionHistory'] = (progress) => partitionPostgresHistory(connect, route.directUrl, schemaName, progress, options.tenantClaims).finally(() => partitions.migrated())
+    const shards = options.citus ? shardGroups(driver, schemaName) : undefined
+    const hotPath = postgresHotPath(tables, shards)
+    const partitionHistory: Storage['partitionHistory'] = async (progress) =>
+      options.citus ? Promise.reject(citusKeepsPlainHistory()) : partitionPostgresHistory(connect, route.directUrl, schemaName, progress, claimsByTenant).finally(() => partitions.migrated())
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
-      const { publishTargets, recordAttempts, extendLeases, ...queue } = postgresQueue(tables, driver, bound, partitions.partitioned)
-      const claimDueDeliveries = options.tenantClaims ? tenantClaims(tables, driver, txClient, bound, schemaName) : queue.claimDueDeliveries
-      const context = sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound)
-      const storage: Storage = { ...createSqlStorage(context, lifecycle), publishTargets, claimDueDeliveries, recordAttempts, extendLeases, prunePartitions: partitions.prune, partitionHistory }
+      const context = { ...sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound), ...(shards && { deliveryLocks: deliveryLocks(tables, shards) }) }
+      const shared = createSqlStorage(context, lifecycle)
+      const perDelivery = perDeliveryCalls({ tables, driver, txClient, schemaName, shards, partitioned: partitions.partitioned, claimsByTenant }, shared, bound)
+      const storage: Storage = { ...shared, ...perDelivery, prunePartitions: partitions.prune, partitionHistory }
       if (!replica) return storage
       // Listings and metrics only: single statements, no transaction.
       const fromReplica = createSqlStorage(sqlContext({ db: replica.db, txDb: replica.db }, { tables, hotPath, workChannel }, bound), lifecycle)
@@ -185,6 +195,33 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
     // rather than the callers' calls bypassing the wrapper.
     return Object.defineProperty(storageBoundBy(bounded), 'forCallers', { value: storageBoundBy(forCaller), enumerable: false })
   }
+}
+
+/**
+ * The calls the worker makes for every delivery, with the statements of postgres-queue.ts; claims per tenant
+ * (`tenantClaims`, `citus`); on Citus, results written per shard group, and a lease renewal through the shared
+ * writes' locks (SqlContext.deliveryLocks).
+ */
+function perDeliveryCalls(
+  parts: { tables: Tables; driver: Driver; txClient: PostgresJs.Sql; schemaName: string; shards?: ShardGroups; partitioned: () => Promise<boolean>; claimsByTenant: boolean },
+  shared: Storage,
+  bound: Bound,
+): Pick<Storage, 'publishTargets' | 'claimDueDeliveries' | 'recordAttempts' | 'extendLeases'> {
+  const { tables, driver, txClient, schemaName, shards } = parts
+  const { publishTargets, recordAttempts, extendLeases, claimDueDeliveries } = postgresQueue(tables, driver, bound, parts.partitioned)
+  const claims = parts.claimsByTenant ? tenantClaims(tables, driver, txClient, bound, schemaName) : claimDueDeliveries
+  if (!shards) return { publishTargets, claimDueDeliveries: claims, recordAttempts, extendLeases }
+  return { publishTargets, claimDueDeliveries: claims, recordAttempts: citusRecordAttempts(tables, shards, txClient, bound), extendLeases: shared.extendLeases }
+}
+
+const citusKeepsPlainHistory = () =>
+  new OutflowError('validation', 'the citus option keeps the plain layout of the event log: leave partitionHistory out', { data: { partitionHistory: 'must be false with citus' } })
+
+/** The options checked (a `validation` error for a wrong one), with what follows from them. */
+function checkedOptions(options: PostgresOptions) {
+  checkedReplicaOptions(options)
+  if (options.citus && options.partitionHistory) throw citusKeepsPlainHistory()
+  return { schemaName: checkedSchemaName(options.schema ?? 'public'), route: checkedRoute(options), claimsByTenant: (options.tenantClaims ?? false) || (options.citus ?? false) }
 }
 
 /** `options.schema`, refused (`validation`) unless it is a name Outflow can quote and put in a channel name. */

@@ -26,6 +26,11 @@ export interface SqlContext {
    * a delivery is attempted again (attempt results, leases): SQLite then commits without an fsync.
    */
   transaction<T>(fn: (db: Db) => Promise<T>, options?: { durable?: boolean }): Promise<T>
+  /**
+   * On Citus (Postgres with the `citus` option): locks the deliveries matching `where` (of any tenants) shard group
+   * by shard group, in `db`'s transaction, and returns the condition naming them (see deliveriesLocked).
+   */
+  deliveryLocks?(db: Db, where: SQL | undefined): Promise<SQL>
 }
 
 /** A batch's change to a destination's failure streak: `failures` more, or `failures` after a success (`reset`). */
@@ -99,6 +104,20 @@ export function deliveriesInIdOrder(ctx: SqlContext, db: Db, where: SQL | undefi
   if (ctx.dialect !== 'postgres') return where
   const locked = inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(where).orderBy(deliveries.id).for('update'))
   return tenantId === undefined ? locked : and(eq(deliveries.tenant_id, tenantId), locked)
+}
+
+/**
+ * deliveriesInIdOrder for a write that may name several tenants' deliveries. On Citus, which takes row locks only in
+ * a statement on one shard, the rows are locked first, a statement per shard group, in `db`'s transaction (run the
+ * write with runLocking); elsewhere, and for one tenant's, it is deliveriesInIdOrder.
+ */
+export async function deliveriesLocked(ctx: SqlContext, db: Db, where: SQL | undefined, tenantId?: string): Promise<SQL | undefined> {
+  return ctx.deliveryLocks && tenantId === undefined ? ctx.deliveryLocks(db, where) : deliveriesInIdOrder(ctx, db, where, tenantId)
+}
+
+/** Runs a write that uses deliveriesLocked: in a transaction where its locks need one (Citus), else as one statement. */
+export function runLocking<T>(ctx: SqlContext, fn: (db: Db) => Promise<T>, options?: { durable?: boolean }): Promise<T> {
+  return ctx.deliveryLocks ? ctx.transaction(fn, options) : ctx.run(fn)
 }
 
 /**

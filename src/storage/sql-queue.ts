@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, ne, or, sql, type SQL } from 'drizzle-orm'
-import { deliveriesInIdOrder, keysetPlan, listedDelivery, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesLocked, keysetPlan, listedDelivery, runLocking, type Db, type SqlContext } from './sql-context.js'
 import { promoteHeads } from './sql-ordering.js'
 import type {
   AttemptRecord,
@@ -127,13 +127,13 @@ export async function extendLeases(ctx: SqlContext, owner: string, ids: string[]
   const { deliveries } = ctx.tables
   let extended = 0
   for (let i = 0; i < ids.length; i += 1000) {
-    const rows = await ctx.run((db) =>
+    const rows = await runLocking(ctx, async (db) =>
       db
         .update(deliveries)
         .set({ lease_until: leaseUntil })
-        .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), inArray(deliveries.id, ids.slice(i, i + 1000)))))
+        .where(await deliveriesLocked(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), inArray(deliveries.id, ids.slice(i, i + 1000)))))
         .returning({ id: deliveries.id }),
-    )
+    { durable: false })
     extended += rows.length
   }
   return extended
@@ -143,13 +143,13 @@ export async function releaseLeases(ctx: SqlContext, owner: string, ids?: string
   const { hotPath } = ctx
   if (hotPath.releaseLeases) return ctx.run(async (db) => hotPath.releaseLeases!(db, owner, ids))
   const { deliveries } = ctx.tables
-  const rows = await ctx.run((db) =>
+  const rows = await runLocking(ctx, async (db) =>
     db
       .update(deliveries)
       .set({ lease_owner: null, lease_until: null })
-      .where(deliveriesInIdOrder(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), ids ? inArray(deliveries.id, ids) : undefined)))
+      .where(await deliveriesLocked(ctx, db, and(eq(deliveries.lease_owner, owner), eq(deliveries.status, 'pending'), ids ? inArray(deliveries.id, ids) : undefined)))
       .returning({ id: deliveries.id }),
-  )
+  { durable: false })
   return rows.length
 }
 
@@ -158,11 +158,11 @@ export async function holdDeliveries(ctx: SqlContext, ids: string[], cancel: boo
   if (ids.length === 0) return
   // Parked: shown as skipped from now on (the first time it was held, if held before) until attempted again.
   const skipped = cancel ? {} : { skipped_at: sql`coalesce(${deliveries.skipped_at}, ${sql.param(now, deliveries.skipped_at)})` }
-  await ctx.run((db) =>
+  await runLocking(ctx, async (db) =>
     db
       .update(deliveries)
       .set({ status: cancel ? 'cancelled' : 'pending', next_attempt_at: null, lease_owner: null, lease_until: null, ...skipped })
-      .where(deliveriesInIdOrder(ctx, db, and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending')))),
+      .where(await deliveriesLocked(ctx, db, and(inArray(deliveries.id, ids), eq(deliveries.status, 'pending')))),
   )
 }
 

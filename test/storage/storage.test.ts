@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AttemptWrite, DestinationRecord, EventRecord, Storage } from '../../src/storage/storage.js'
 import { destinationRecord } from '../support/records.js'
-import { citusKind } from '../support/citus.js'
 import { pgbouncerKind, storageKinds } from '../support/storages.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { createTestDatabase } from '../support/services.js'
@@ -40,7 +39,7 @@ function attempted(tenant: string, deliveryId: string, eventId: string, destinat
   }
 }
 
-for (const kind of [...storageKinds({ plainPostgres: true, tenantClaims: true }), pgbouncerKind(), citusKind()]) {
+for (const kind of [...storageKinds({ plainPostgres: true, tenantClaims: true }), pgbouncerKind()]) {
   describe.runIf(kind.available)(`storage: ${kind.name}`, () => {
     let s: Storage
     beforeAll(async () => {

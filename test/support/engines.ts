@@ -21,7 +21,7 @@ export function engineKinds() {
         openStorage: () => kind.open(),
         async create(options: Partial<OutflowOptions> = {}): Promise<Outflow> {
           const storage = options.storage ?? (await kind.open())
-          const keys = kind.name === 'postgres' ? { encryptionKey } : {}
+          const keys = kind.name.startsWith('sqlite') ? {} : { encryptionKey }
           const outflow = await createOutflow({ apiKey, jwtSecret, allowPrivateNetworks: true, ...keys, ...options, storage })
           engines.push(outflow)
           return outflow

@@ -7,6 +7,7 @@ import type { Storage } from '../../src/storage/storage.js'
 import { migratedDatabase } from './pg-templates.js'
 import { startPgBouncer, pgbouncerAvailable, type PgBouncer } from './pgbouncer.js'
 import { createTestDatabase, postgresAvailable } from './services.js'
+import { citusKind, citusUrl } from './citus.js'
 
 const tenantClaimsEverywhere = process.env.OUTFLOW_TEST_TENANT_CLAIMS === '1'
 
@@ -25,7 +26,8 @@ export interface StorageKind {
  * installs get). `{ plainPostgres: true }` adds Postgres with the plain tables (a host's drizzle-kit layout, or an
  * install from before partitioning). `{ tenantClaims: true }` adds Postgres claiming tenant by tenant (the
  * `tenantClaims` option); OUTFLOW_TEST_TENANT_CLAIMS=1 makes every Postgres kind claim so (a whole-suite run of
- * that mode, docs/testing.md). Each call gives new kinds with their own cleanup.
+ * that mode, docs/testing.md). With OUTFLOW_CITUS_URL, a `citus` kind on that coordinator. Each call gives new kinds
+ * with their own cleanup.
  */
 export function storageKinds({ plainPostgres = false, tenantClaims = false } = {}): StorageKind[] {
   const dirs: string[] = []
@@ -71,6 +73,8 @@ export function storageKinds({ plainPostgres = false, tenantClaims = false } = {
     postgresKind('postgres', true),
     ...(plainPostgres ? [postgresKind('postgres plain tables', false)] : []),
     ...(tenantClaims && !tenantClaimsEverywhere ? [postgresKind('postgres tenant claims', false, true)] : []),
+    // With OUTFLOW_CITUS_URL (a Citus coordinator; docs/citus.md): Postgres with the `citus` option too.
+    ...(citusUrl ? [citusKind()] : []),
   ]
 }
 
