@@ -27,9 +27,9 @@ export class ExpungeRunner extends JobRunner {
     const { leaseMs, pollIntervalMs } = options.delivery
     super(newId('exr'), { logger: options.logger, leaseMs, pollIntervalMs, now: ctx.now, supervisor: ctx.supervisor }, {
       loop: 'expunge',
-      claim: async (owner, now, leaseUntil) => (await storage.claimExpungeJob(owner, now, leaseUntil))?.id,
-      step: async (id, owner, now, leaseUntil) => {
-        const step = await storage.advanceExpungeJob({ id, owner, now, leaseUntil, batchSize: expungeBatchSize })
+      claim: async (owner, now, leaseUntil) => (await storage.claimExpungeJob(owner, now, leaseUntil)) ?? undefined,
+      step: async ({ id, tenant_id }, owner, now, leaseUntil) => {
+        const step = await storage.advanceExpungeJob({ id, tenant_id, owner, now, leaseUntil, batchSize: expungeBatchSize })
         // Not awaited: attempts already running of these events end on their own (their results keep no response body).
         if (step.job && step.event_ids.length) void ctx.erased(step.job.tenant_id, step.event_ids)
         if (step.outcome !== 'erased') {

@@ -16,14 +16,20 @@ export interface JobRunnerContext {
   supervisor: Supervisor
 }
 
+/** A job leased: its id, and its tenant (by which Citus finds its row). */
+export interface LeasedJob {
+  id: string
+  tenant_id: string
+}
+
 /** The jobs a runner steps, through storage: leased so that one instance at a time runs each. */
 export interface LeasedJobs {
   /** The supervisor's name of the loop (health reports it). */
   loop: LoopName
-  /** Lease the oldest job waiting that no live instance holds; its id, or undefined. */
-  claim(owner: string, now: Date, leaseUntil: Date): Promise<string | undefined>
+  /** Lease the oldest job waiting that no live instance holds, or undefined. */
+  claim(owner: string, now: Date, leaseUntil: Date): Promise<LeasedJob | undefined>
   /** One step of a job `owner` holds (renewing its lease): the pause before the next one, or undefined once the job ended or was lost. */
-  step(id: string, owner: string, now: Date, leaseUntil: Date): Promise<number | undefined>
+  step(job: LeasedJob, owner: string, now: Date, leaseUntil: Date): Promise<number | undefined>
   /** Give back every job lease `owner` holds (close()). */
   release(owner: string): Promise<void>
 }
@@ -42,7 +48,7 @@ export class JobRunner {
   #loop?: Promise<void>
   #wake?: () => void
   /** The job this runner holds the lease of (kept across a restart of the loop). */
-  #job: string | undefined
+  #job: LeasedJob | undefined
 
   constructor(id: string, ctx: JobRunnerContext, jobs: LeasedJobs) {
     this.id = id

@@ -30,9 +30,9 @@ export class ReplayRunner extends JobRunner {
     const { leaseMs, pollIntervalMs, batchSize } = options.delivery
     super(newId('rpr'), { logger: options.logger, leaseMs, pollIntervalMs, now: ctx.now, supervisor: ctx.supervisor }, {
       loop: 'replay',
-      claim: async (owner, now, leaseUntil) => (await storage.claimReplayJob(owner, now, leaseUntil))?.id,
-      step: async (id, owner, now, leaseUntil) => {
-        const step = await storage.advanceReplayJob({ id, owner, now, leaseUntil, batchSize: replayBatchSize, yieldAbove: batchSize })
+      claim: async (owner, now, leaseUntil) => (await storage.claimReplayJob(owner, now, leaseUntil)) ?? undefined,
+      step: async ({ id, tenant_id }, owner, now, leaseUntil) => {
+        const step = await storage.advanceReplayJob({ id, tenant_id, owner, now, leaseUntil, batchSize: replayBatchSize, yieldAbove: batchSize })
         if (step.outcome === 'handed') ctx.wakeWorker()
         if (step.outcome === 'finished' || step.outcome === 'lost') {
           if (step.job) options.logger.info({ replay_id: step.job.id, tenant_id: step.job.tenant_id, destination_id: step.job.destination_id, status: step.job.status, done: step.job.done, failed: step.job.failed }, 'replay ended')

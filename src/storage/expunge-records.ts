@@ -32,6 +32,8 @@ export interface ExpungeJobRecord extends NewExpungeJob {
 
 export interface ExpungeStepRequest {
   id: string
+  /** The job's tenant: with it the job's row is found by its key (what Citus needs: the option `citus`). */
+  tenant_id?: string
   owner: string
   now: Date
   leaseUntil: Date

@@ -1,9 +1,11 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/pg-core'
-import type { Db, HotPath, Tables } from './sql-context.js'
+import type { HotPath, Tables } from './sql-context.js'
 import { publishLocks, type ShardGroups } from './postgres-citus.js'
+import { pruneOnShards } from './postgres-citus-prune.js'
+import { pruneEvents } from './postgres-prune.js'
 import { column, driverOf, iso, onShardOf, prepared, slot, type Driver } from './postgres-prepared.js'
-import type { InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
+import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
 
 /**
  * Postgres: the event and delivery inserts as one statement, each column sent as one text-array
@@ -12,7 +14,7 @@ import type { InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneReques
  * parameters at any batch size, and the statement is compiled once and prepared (postgres-prepared.ts).
  */
 export function postgresHotPath(tables: Tables, shards?: ShardGroups): HotPath {
-  if (shards) return { singleStatementInsert: false, insertEvents: citusInsertEvents(tables, shards), pruneEvents: (db, request) => pruneEvents(db, tables, request) }
+  if (shards) return { singleStatementInsert: false, insertEvents: citusInsertEvents(tables, shards), pruneEvents: (db, request) => pruneOnShards(db, tables, shards, request) }
   const inserts = eventInserts(tables)
   return {
     singleStatementInsert: true,
@@ -23,8 +25,6 @@ export function postgresHotPath(tables: Tables, shards?: ShardGroups): HotPath {
 
 /** The sequence of FIFO publish order, in the schema of Outflow's tables (whatever the session's search_path). */
 const orderSequence = (t: Tables) => `"${getTableConfig(t.deliveries).schema ?? 'public'}".delivery_order_seq`
-const col = (values: (string | null)[], type: string) => sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`
-const unnest = (...columns: SQL[]) => sql`unnest(${sql.join(columns, sql`, `)})`
 
 /** The text-array parameters of an event insert: one per column of the events, then of their deliveries. */
 type InsertColumn =
@@ -115,25 +115,38 @@ export function eventInserts(t: Tables, checks?: Record<string, SQL>): EventInse
 }
 
 /**
- * The event insert on Citus, in the storage's transaction: the row locks first, in a statement per shard group
- * (see publishLocks), then the insert without locks for the whole batch, its tables read by the batch's tenants.
- * Citus runs the insert through the coordinator; one statement keeps a group of events all or nothing.
+ * The event insert on Citus, in the storage's transaction (see citusPublish). Citus runs the insert through the
+ * coordinator; one statement keeps a group of events all or nothing.
  */
 function citusInsertEvents(t: Tables, shards: ShardGroups): HotPath['insertEvents'] {
-  const inserts = { ...eventInserts(t), insert: eventInsertStatement(t, undefined, { byShard: true }) }
-  const lock = publishLocks(t)
-  const drawOrderNumbers = prepared<'count'>(sql`select nextval(${orderSequence(t)})::text from generate_series(1, ${slot('count')}::int)`)
+  const publish = citusPublish(t, shards)
   return async (db, items) => {
     const driver = driverOf(db)
-    const tenants = [...new Set(items.map((i) => i.event.tenant_id))]
-    for (const group of await shards.of(tenants)) {
-      const members = new Set(group)
-      const targets = items.flatMap(({ event, deliveries }) => (members.has(event.tenant_id) ? deliveries.map((d) => d.destination_id) : []).map((id) => [event.tenant_id, id]))
-      await shards.checked(() => lock(driver, { tenants: group, d_tenant: targets.map(([tenant]) => tenant), d_destination: targets.map(([, id]) => id) }))
-    }
-    const orderNumbers = async (count: number) =>
-      count === 0 ? [] : (await drawOrderNumbers(driver, { count })).map(([n]) => n as string)
-    return ((await insertEventRows(driver, inserts, items, { tenants }, orderNumbers)) as InsertedEventRows).results
+    const { values, orderNumbers } = await publish.hold(driver, items)
+    return ((await insertEventRows(driver, publish.inserts, items, values, orderNumbers)) as InsertedEventRows).results
+  }
+}
+
+/**
+ * A publish on Citus (the `citus` option), in a transaction: the row locks first, a statement per shard group (see
+ * publishLocks), then the insert without locks (`inserts`, with `checks` if given) for the whole batch, its tables
+ * read by the batch's tenants (`values`), with FIFO numbers drawn before it (`orderNumbers`: see eventInsertStatement).
+ */
+export function citusPublish(t: Tables, shards: ShardGroups, checks?: Record<string, SQL>) {
+  const lock = publishLocks(t)
+  const draw = prepared<'count'>(sql`select nextval(${orderSequence(t)})::text from generate_series(1, ${slot('count')}::int)`)
+  return {
+    inserts: { ...eventInserts(t), insert: eventInsertStatement(t, checks, { byShard: true }) },
+    async hold(driver: Driver, items: NewEventWithDeliveries[]) {
+      const tenants = [...new Set(items.map((i) => i.event.tenant_id))]
+      for (const group of await shards.of(tenants)) {
+        const members = new Set(group)
+        const targets = items.flatMap(({ event, deliveries }) => (members.has(event.tenant_id) ? deliveries.map((d) => d.destination_id) : []).map((id) => [event.tenant_id, id]))
+        await shards.checked(() => lock(driver, { tenants: group, d_tenant: targets.map(([tenant]) => tenant), d_destination: targets.map(([, id]) => id) }))
+      }
+      const orderNumbers = async (count: number) => (count === 0 ? [] : (await draw(driver, { count })).map(([n]) => n as string))
+      return { values: { tenants }, orderNumbers }
+    },
   }
 }
 
@@ -258,43 +271,4 @@ function readInsertAnswer(written: InsertAnswerRow[]) {
     else if (kind === 'refused') refused.push(tenantId)
   }
   return { fresh, delivered, missing, xact, refused }
-}
-
-/**
- * Two statements. The first lists the oldest old events without a pending delivery and locks their
- * deliveries, skipping rows another transaction holds; a delivery made pending since the statement's
- * snapshot (a manual retry) fails the lock's re-check of `status` and is not locked either. The second
- * deletes the events whose every delivery is locked here, with those deliveries and their attempts.
- */
-async function pruneEvents(db: Db, t: Tables, q: PruneRequest): Promise<PruneBatch> {
-  // A batch touches `limit` rows: always index lookups. Misjudging the size of the CTEs, the planner
-  // would otherwise hash whole tables for each batch.
-  await db.execute(sql`select set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true)`)
-  const found = (await db.execute(sql`
-    with found as (
-      select e.tenant_id, e.id, e.time from ${t.events} e
-      where e.time < ${iso(q.before)}::timestamptz and e.time >= ${iso(q.from) ?? '-infinity'}::timestamptz
-        and not exists (select 1 from ${t.deliveries} d where d.tenant_id = e.tenant_id and d.event_id = e.id and d.status = 'pending')
-      order by e.time limit ${q.limit}
-    ), locked as (
-      select d.id from ${t.deliveries} d join found f on d.tenant_id = f.tenant_id and d.event_id = f.id
-      where d.status <> 'pending' for update of d skip locked
-    )
-    select f.tenant_id, f.id, (extract(epoch from f.time) * 1000)::float8 as time,
-      exists (select 1 from ${t.deliveries} d where d.tenant_id = f.tenant_id and d.event_id = f.id and d.id not in (select id from locked)) as held
-    from found f`)) as unknown as { tenant_id: string; id: string; time: number; held: boolean }[]
-  const last = found.length ? new Date(Math.max(...found.map((r) => r.time))) : null
-  const gone = found.filter((r) => !r.held)
-  if (gone.length === 0) return { events: 0, deliveries: 0, attempts: 0, found: found.length, last }
-  const [row] = (await db.execute(sql`
-    with gone as (select * from ${unnest(col(gone.map((r) => r.tenant_id), 'text'), col(gone.map((r) => r.id), 'text'))} as g(tenant_id, id)),
-    attempts as (delete from ${t.attempts} a using gone g where a.tenant_id = g.tenant_id and a.event_id = g.id returning 1),
-    deliveries as (delete from ${t.deliveries} d using gone g where d.tenant_id = g.tenant_id and d.event_id = g.id returning 1),
-    events as (delete from ${t.events} e using gone g where e.tenant_id = g.tenant_id and e.id = g.id returning 1)
-    select (select count(*) from events)::int as events, (select count(*) from deliveries)::int as deliveries, (select count(*) from attempts)::int as attempts`)) as unknown as {
-    events: number
-    deliveries: number
-    attempts: number
-  }[]
-  return { ...row!, found: found.length, last }
 }

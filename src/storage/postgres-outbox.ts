@@ -2,7 +2,7 @@ import { is, sql, type SQL } from 'drizzle-orm'
 import { PgDatabase, PgTransaction } from 'drizzle-orm/pg-core'
 import { OutflowError } from '../errors.js'
 import type { CommitWatch } from './postgres-commit-watch.js'
-import { insertEventRows, type EventInserts } from './postgres-hot-path.js'
+import { insertEventRows, type citusPublish, type EventInserts } from './postgres-hot-path.js'
 import { mapStorageError } from './postgres-faults.js'
 import { slot, type Driver } from './postgres-prepared.js'
 import { targetsUnchanged, type PublishTargetCache } from './postgres-publish-targets.js'
@@ -28,6 +28,8 @@ export interface OutboxContext {
   targets: PublishTargetCache
   /** Told the id of each host transaction that wrote deliveries: wakes the workers once it commits. */
   commits: CommitWatch
+  /** On Citus: the publish's row locks, taken on the host's connection before the insert (`inserts` is then its insert). */
+  onShards?: ReturnType<typeof citusPublish>
 }
 
 /** The part of a postgres.js connection handle Outflow uses: simple queries and prepared statements, rows as arrays. */
@@ -44,10 +46,10 @@ const started = sql.raw(serverStartedSql)
  * transaction block, on the engine's database and server (placeholders `database`, `started`). `stale`: the
  * targets it was planned from are those the transaction sees (placeholders `version_tenant`, `version`).
  */
-export const outboxChecks = (t: Tables): Record<Refusal, SQL> => ({
+export const outboxChecks = (t: Tables, byShard = false): Record<Refusal, SQL> => ({
   host: sql`coalesce(current_setting('outflow.publishing', true), '') = 'on'
     and current_database() = ${slot('database')}::text and ${started} = ${slot('started')}::text`,
-  stale: targetsUnchanged(t),
+  stale: targetsUnchanged(t, byShard),
 })
 
 type Refusal = 'host' | 'stale'
@@ -108,12 +110,7 @@ export async function insertEventsInTransaction(
     }
     let seen: unknown[] | undefined
     try {
-      // Both on the connection's queue before either is sent: pipelined, and nothing of the host's between them.
-      const marked = Promise.resolve(host.unsafe(markTransaction).execute())
-      const inserted = insertEventRows(host, ctx.inserts, items, values)
-      // In an aborted transaction both fail: the statement's error is the one to report.
-      await Promise.all([marked, inserted]).catch(() => undefined)
-      const written = await inserted
+      const written = await writeMarked(ctx, host, items, values)
       if ('results' in written) {
         if (written.xact !== undefined) ctx.commits.watch(written.xact)
         return { planned: items, results: written.results }
@@ -134,6 +131,22 @@ export async function insertEventsInTransaction(
       throw otherDatabase(`the transaction is on database "${String(seen[1])}" of ${seen[2] === identity.started ? 'the same' : 'another'} server, Outflow's storage on "${identity.database}"`)
     refreshed = true
   }
+}
+
+/**
+ * `markTransaction` and the insert on the host's connection. Both on the connection's queue before either is sent:
+ * pipelined, and nothing of the host's between them (on Citus, the row locks come between them).
+ */
+async function writeMarked(ctx: OutboxContext, host: HostSql, items: NewEventWithDeliveries[], values: Record<string, unknown>) {
+  const marked = Promise.resolve(host.unsafe(markTransaction).execute())
+  const held = ctx.onShards && (await ctx.onShards.hold(host, items).catch(async (err: unknown) => {
+    await marked.catch(() => undefined)
+    throw err
+  }))
+  const inserted = insertEventRows(host, ctx.inserts, items, { ...values, ...held?.values }, held?.orderNumbers)
+  // In an aborted transaction both fail: the statement's error is the one to report.
+  await Promise.all([marked, inserted]).catch(() => undefined)
+  return inserted
 }
 
 /**

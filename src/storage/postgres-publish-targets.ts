@@ -17,23 +17,44 @@ export interface TenantTargets {
  * filters, enabled or not, delivery settings, in order). Equal versions, equal publish plans. jsonb's text form
  * and md5 depend on no session setting, so the host's session computes what the engine's did.
  */
-export const targetsVersion = (t: Tables, tenant: SQL) => sql`(select md5(coalesce(string_agg(
-    jsonb_build_array(v.id, v.topics, v.filter, v.disabled_at is null, v.delivery)::text, ',' order by v.created_at, v.id), ''))
+export const targetsVersion = (t: Tables, tenant: SQL) => sql`(select ${versionOf('v')}
   from ${t.destinations} v where v.tenant_id = ${tenant})`
+
+/** The version of the destinations `v` (aggregated). */
+const versionOf = (v: string) =>
+  sql.raw(`md5(coalesce(string_agg(jsonb_build_array(${v}.id, ${v}.topics, ${v}.filter, ${v}.disabled_at is null, ${v}.delivery)::text, ',' order by ${v}.created_at, ${v}.id), ''))`)
+
+/**
+ * On Citus, which refuses a correlated subquery over a set-returning function or a lateral one: the versions of the
+ * tenants `tenants` (a text array) as a table (tenant_id, version), absent for a tenant with no destination
+ * (whose version is `emptyVersion`).
+ */
+const versionsOf = (t: Tables, tenants: SQL) =>
+  sql`(select v.tenant_id, ${versionOf('v')} as version from ${t.destinations} v where v.tenant_id = any(${tenants}) group by v.tenant_id)`
+const emptyVersion = sql.raw(`md5('')`)
 
 /**
  * The check the event insert makes in the host's transaction (placeholders `version_tenant`, `version`): each
  * listed tenant's targets, as that transaction sees them, are still at the version they were planned from.
  */
-export const targetsUnchanged = (t: Tables) => sql`not exists (
+export const targetsUnchanged = (t: Tables, byShard = false) =>
+  byShard
+    ? sql`not exists (
+    select 1 from unnest(${column('version_tenant', 'text')}, ${column('version', 'text')}) as c(tenant_id, version)
+      left join ${versionsOf(t, column('version_tenant', 'text'))} now on now.tenant_id = c.tenant_id
+    where c.version is distinct from coalesce(now.version, ${emptyVersion}))`
+    : sql`not exists (
     select 1 from unnest(${column('version_tenant', 'text')}, ${column('version', 'text')}) as c(tenant_id, version)
     where c.version is distinct from ${targetsVersion(t, sql`c.tenant_id`)})`
 
 /** Reads tenants' publish targets with their versions, one statement (one snapshot). */
-export function targetsReader(t: Tables, driver: Driver): (tenantIds: string[]) => Promise<Map<string, TenantTargets>> {
+export function targetsReader(t: Tables, driver: Driver, byShard = false): (tenantIds: string[]) => Promise<Map<string, TenantTargets>> {
+  const version = byShard
+    ? sql`left join ${versionsOf(t, sql`${slot('ids')}::text[]`)} ver on ver.tenant_id = tn.id`
+    : sql`cross join lateral (select ${targetsVersion(t, sql`tn.id`)} as version) ver`
   const read = prepared<'ids'>(sql`
-    select tn.id, ver.version, d.id, d.topics, d.filter, d.disabled_at, d.delivery
-    from ${t.tenants} tn cross join lateral (select ${targetsVersion(t, sql`tn.id`)} as version) ver
+    select tn.id, ${byShard ? sql`coalesce(ver.version, ${emptyVersion})` : sql`ver.version`}, d.id, d.topics, d.filter, d.disabled_at, d.delivery
+    from ${t.tenants} tn ${version}
       left join ${t.destinations} d on d.tenant_id = tn.id
     where tn.id = any(${slot('ids')}::text[])
     order by tn.id, d.created_at, d.id`)

@@ -6,7 +6,7 @@ import { importPeer, loadPeer } from '../load-peer.js'
 import { migratePostgres, partitionPostgresHistory } from './postgres-migrate.js'
 import { qualifiedPostgresTables, schemaNamePattern } from './schema/postgres.js'
 import type { Db, HotPath, SqlContext, Tables } from './sql-context.js'
-import { eventInserts, postgresHotPath } from './postgres-hot-path.js'
+import { citusPublish, eventInserts, postgresHotPath } from './postgres-hot-path.js'
 import type { Driver } from './postgres-prepared.js'
 import { parseTimestamptz, timestamptzOid } from './postgres-timestamps.js'
 import { containedTransaction, mapStorageError, reconnectDelaySeconds, withDeadline } from './postgres-faults.js'
@@ -157,7 +157,8 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
     const driver = client as unknown as Driver
     const statusesOf = commitStatuses(driver, workChannel)
     const commits = new CommitWatch((xacts) => bounded(() => statusesOf(xacts)))
-    const outbox = outboxContext({ client, tables, schemaName, commits, bounded, forCaller })
+    const shards = options.citus ? shardGroups(driver, schemaName) : undefined
+    const outbox = outboxContext({ client, tables, schemaName, commits, bounded, forCaller, shards })
     // Its DDL runs in transactions: on the pool that may hold one (see connectPools).
     const partitions = partitionsKeeper(txClient, schemaName, bounded)
     const lifecycle: Lifecycle = {
@@ -176,7 +177,6 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       lockPruner: () => session.lockPruner(pruneLockKey + schemaLockOffset(schemaName)),
       onWork: (listener) => session.listen(workChannel, listener),
     }
-    const shards = options.citus ? shardGroups(driver, schemaName) : undefined
     const hotPath = postgresHotPath(tables, shards)
     const partitionHistory: Storage['partitionHistory'] = async (progress) =>
       options.citus ? Promise.reject(citusKeepsPlainHistory()) : partitionPostgresHistory(connect, route.directUrl, schemaName, progress, claimsByTenant).finally(() => partitions.migrated())
@@ -304,8 +304,8 @@ function sqlContext({ db, txDb }: { db: Db; txDb: Db }, { tables, hotPath, workC
 }
 
 /** What publishing through a host's own transaction needs (see postgres-outbox.ts). */
-function outboxContext(parts: { client: PostgresJs.Sql; tables: Tables; schemaName: string; commits: CommitWatch; bounded: Bound; forCaller: Bound }): OutboxContext {
-  const { client, tables, bounded, forCaller } = parts
+function outboxContext(parts: { client: PostgresJs.Sql; tables: Tables; schemaName: string; commits: CommitWatch; bounded: Bound; forCaller: Bound; shards?: ShardGroups }): OutboxContext {
+  const { client, tables, bounded, forCaller, shards } = parts
   // The database and server this engine's connections reach, to recognise a host's transaction on the same one.
   let identity: Promise<ServerIdentity> | undefined
   const serverIdentity = (refresh = false): Promise<ServerIdentity> => {
@@ -316,7 +316,8 @@ function outboxContext(parts: { client: PostgresJs.Sql; tables: Tables; schemaNa
     return identity
   }
   // Read for a host's publish { tx }: a caller waits, so the caller's bound.
-  const readTargets = targetsReader(tables, client as unknown as Driver)
+  const readTargets = targetsReader(tables, client as unknown as Driver, shards !== undefined)
   const targets = new PublishTargetCache((tenantIds) => forCaller(() => readTargets(tenantIds)))
-  return { inserts: eventInserts(tables, outboxChecks(tables)), schema: parts.schemaName, serverIdentity, targets, commits: parts.commits }
+  const onShards = shards && citusPublish(tables, shards, outboxChecks(tables, true))
+  return { inserts: onShards?.inserts ?? eventInserts(tables, outboxChecks(tables)), onShards, schema: parts.schemaName, serverIdentity, targets, commits: parts.commits }
 }

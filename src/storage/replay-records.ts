@@ -36,6 +36,8 @@ export interface ReplayJobRecord extends NewReplayJob {
 
 export interface ReplayStepRequest {
   id: string
+  /** The job's tenant: with it the job's row is found by its key (what Citus needs: the option `citus`). */
+  tenant_id?: string
   owner: string
   now: Date
   leaseUntil: Date

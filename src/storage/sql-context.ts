@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql, type SQL, type Column } from 'drizzle-orm'
+import { and, asc, eq, inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type { qualifiedPostgresTables } from './schema/postgres.js'
@@ -95,16 +95,46 @@ export function keysetPlan(columns: Column[], req: KeysetRequest): { where?: SQL
 /**
  * The deliveries matching `where`, locked in id order (Postgres): every statement that writes many
  * deliveries takes their row locks in this one order, so two of them (a result write and a lease
- * renewal, a tenant delete) cannot deadlock. SQLite has one writer and needs no locks. With `tenantId` (which
- * `where` must also name), the outer statement names it too, so on Citus the whole write runs on the tenant's shard
- * rather than as an update of every shard (docs/citus.md, problem 5).
+ * renewal, a tenant delete) cannot deadlock. SQLite has one writer and needs no locks. With `tenantId`, both the lock
+ * and the outer statement name it, so on Citus the whole write runs on the tenant's shard (docs/citus.md, problem 5).
  */
 export function deliveriesInIdOrder(ctx: SqlContext, db: Db, where: SQL | undefined, tenantId?: string): SQL | undefined {
   const { deliveries } = ctx.tables
   if (ctx.dialect !== 'postgres') return where
-  const locked = inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(where).orderBy(deliveries.id).for('update'))
-  return tenantId === undefined ? locked : and(eq(deliveries.tenant_id, tenantId), locked)
+  const ofTenant = tenantId === undefined ? undefined : eq(deliveries.tenant_id, tenantId)
+  const locked = inArray(deliveries.id, db.select({ id: deliveries.id }).from(deliveries).where(and(ofTenant, where)).orderBy(deliveries.id).for('update'))
+  return and(ofTenant, locked)
 }
+
+/**
+ * `column = tenantId` on Postgres, where Citus finds a row only by its tenant (the `citus` option); nothing on
+ * SQLite, whose planner could then read a tenant's index instead of the one the rest of the condition uses.
+ */
+export function sameTenant(ctx: SqlContext, column: Column, tenantId: string): SQL | undefined {
+  return ctx.dialect === 'postgres' ? eq(column, tenantId) : undefined
+}
+
+/**
+ * The oldest job (replay or erasure) matching `free`, locked for its lease: two instances never take the same job,
+ * one skips the row the other is claiming (Postgres: `for update skip locked`; SQLite has one writer). On Citus,
+ * which locks rows only in a statement on one shard, the oldest few are read without a lock, then locked one at a
+ * time by tenant and id. In `db`'s transaction.
+ */
+export async function lockOldestJob(ctx: SqlContext, db: Db, table: Tables['replay_jobs'] | Tables['expunge_jobs'], free: SQL): Promise<{ id: string; tenant_id: string } | undefined> {
+  const jobs = table as Tables['replay_jobs']
+  const pick = (where: SQL | undefined, limit: number) =>
+    db.select({ id: jobs.id, tenant_id: jobs.tenant_id }).from(jobs).where(where).orderBy(asc(jobs.created_at), asc(jobs.id)).limit(limit)
+  if (ctx.dialect !== 'postgres') return (await pick(free, 1))[0]
+  if (!ctx.deliveryLocks) return (await pick(free, 1).for('update', { skipLocked: true }))[0]
+  for (const job of await pick(free, jobsTriedPerClaim)) {
+    const [locked] = await pick(and(eq(jobs.tenant_id, job.tenant_id), eq(jobs.id, job.id), free), 1).for('update', { skipLocked: true })
+    if (locked) return locked
+  }
+  return undefined
+}
+
+/** On Citus: how many of the oldest free jobs one claim tries to lock (another instance may hold each). */
+const jobsTriedPerClaim = 8
 
 /**
  * deliveriesInIdOrder for a write that may name several tenants' deliveries. On Citus, which takes row locks only in

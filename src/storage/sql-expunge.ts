@@ -1,7 +1,7 @@
 import { and, asc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql } from 'drizzle-orm'
 import { holdTenant } from './sql-directory.js'
 import { promoteHeads } from './sql-ordering.js'
-import { deliveriesInIdOrder, keysetCondition, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetCondition, lockOldestJob, sameTenant, type Db, type SqlContext } from './sql-context.js'
 import type { ExpungeJobRecord, ExpungeOutcome, ExpungeStep, ExpungeStepRequest, NewExpungeJob, Storage } from './storage.js'
 
 // Erasure: an event's payload and its attempts' response bodies are removed, its deliveries end (status
@@ -82,17 +82,9 @@ export async function getExpungeJob(ctx: SqlContext, tenantId: string, id: strin
 export async function claimExpungeJob(ctx: SqlContext, owner: string, now: Date, leaseUntil: Date): Promise<ExpungeJobRecord | null> {
   const { expunge_jobs: x } = ctx.tables
   return ctx.transaction(async (db) => {
-    let pick = db
-      .select({ id: x.id })
-      .from(x)
-      .where(and(ne(x.status, 'done'), or(isNull(x.lease_until), lt(x.lease_until, now))))
-      .orderBy(asc(x.created_at), asc(x.id))
-      .limit(1)
-    // Two instances never take the same job: one skips the row the other is claiming.
-    if (ctx.dialect === 'postgres') pick = pick.for('update', { skipLocked: true }) as typeof pick
-    const [free] = await pick
+    const free = await lockOldestJob(ctx, db, x, and(ne(x.status, 'done'), or(isNull(x.lease_until), lt(x.lease_until, now)))!)
     if (!free) return null
-    const [row] = await db.update(x).set({ lease_owner: owner, lease_until: leaseUntil }).where(eq(x.id, free.id)).returning()
+    const [row] = await db.update(x).set({ lease_owner: owner, lease_until: leaseUntil }).where(and(sameTenant(ctx, x.tenant_id, free.tenant_id), eq(x.id, free.id))).returning()
     return (row as ExpungeJobRecord | undefined) ?? null
   }, { durable: false })
 }
@@ -111,7 +103,7 @@ export async function advanceExpungeJob(ctx: SqlContext, q: ExpungeStepRequest):
   const { expunge_jobs: x, events: e } = ctx.tables
   return ctx.transaction(async (db) => {
     const lost: ExpungeStep = { outcome: 'lost', job: null, event_ids: [] }
-    const mine = and(eq(x.id, q.id), eq(x.lease_owner, q.owner), ne(x.status, 'done'))
+    const mine = and(eq(x.id, q.id), q.tenant_id === undefined ? undefined : eq(x.tenant_id, q.tenant_id), eq(x.lease_owner, q.owner), ne(x.status, 'done'))
     // The tenant row first, held like any writer's (a tenant delete waits for the step, then removes the job), then
     // the job's row: the order a tenant delete takes them in.
     const [owned] = await db.select({ tenant_id: x.tenant_id }).from(x).where(mine).limit(1)
@@ -135,7 +127,7 @@ export async function advanceExpungeJob(ctx: SqlContext, q: ExpungeStepRequest):
       const [done] = await db
         .update(x)
         .set({ status: 'done', finished_at: q.now, updated_at: q.now, lease_owner: null, lease_until: null })
-        .where(eq(x.id, job.id))
+        .where(and(sameTenant(ctx, x.tenant_id, job.tenant_id), eq(x.id, job.id)))
         .returning()
       return { outcome: 'finished', job: done as ExpungeJobRecord, event_ids: [] }
     }
@@ -143,7 +135,7 @@ export async function advanceExpungeJob(ctx: SqlContext, q: ExpungeStepRequest):
     const [next] = await db
       .update(x)
       .set({ status: 'running', expunged: job.expunged + fresh.length, cursor_time: last.time, cursor_event: last.id, lease_until: q.leaseUntil, updated_at: q.now })
-      .where(eq(x.id, job.id))
+      .where(and(sameTenant(ctx, x.tenant_id, job.tenant_id), eq(x.id, job.id)))
       .returning()
     return { outcome: 'erased', job: next as ExpungeJobRecord, event_ids: fresh }
   })

@@ -1,5 +1,5 @@
-import { sql } from 'drizzle-orm'
-import type { Db, SqlContext } from './sql-context.js'
+import { and, sql } from 'drizzle-orm'
+import { sameTenant, type Db, type SqlContext } from './sql-context.js'
 
 // FIFO destinations: a delivery is 'waiting' (not due) while one published before it with the same ordering
 // key is unfinished; it is made due once it is the first unfinished one of its key ("promoted").
@@ -29,7 +29,7 @@ export async function promoteHeads(ctx: SqlContext, db: Db, keys: OrderKey[], no
     const rows = await db
       .update(d)
       .set({ order_state: null, next_attempt_at: now })
-      .where(sql`${d.id} = ${head} and ${d.order_state} = 'waiting'`)
+      .where(and(sameTenant(ctx, d.tenant_id, k.tenant_id), sql`${d.id} = ${head} and ${d.order_state} = 'waiting'`))
       .returning({ id: d.id })
     promoted += rows.length
   }
@@ -46,6 +46,7 @@ export async function promoteWaiting(ctx: SqlContext, now: Date, limit = 1000): 
   // Most engines have no FIFO destination: a read of the empty index, not a write transaction, each time.
   const [waiting] = await ctx.run((db) => db.select({ id: d.id }).from(d).where(sql`${d.order_state} = 'waiting'`).limit(1))
   if (!waiting) return 0
+  if (ctx.deliveryLocks) return promoteOnShards(ctx, now)
   return ctx.transaction(async (db) => {
     const rows = await db
       .update(d)
@@ -56,6 +57,22 @@ export async function promoteWaiting(ctx: SqlContext, now: Date, limit = 1000): 
             and p.order_key = w.order_key and p.status = 'pending' and p.order_seq < w.order_seq)${order} limit ${limit}${lock})`,
       )
       .returning({ id: d.id })
+    if (rows.length > 0) await ctx.notifyWork?.(db)
+    return rows.length
+  }, { durable: false })
+}
+
+/**
+ * promoteWaiting on Citus, which locks rows only in a statement on one shard: every head found (without a limit),
+ * locked shard group by shard group (SqlContext.deliveryLocks), waiting for a writer that holds one.
+ */
+function promoteOnShards(ctx: SqlContext, now: Date): Promise<number> {
+  const { deliveries: d } = ctx.tables
+  const heads = sql`${d.order_state} = 'waiting' and not exists (
+    select 1 from ${d} p where p.tenant_id = ${d.tenant_id} and p.destination_id = ${d.destination_id}
+      and p.order_key = ${d.order_key} and p.status = 'pending' and p.order_seq < ${d.order_seq})`
+  return ctx.transaction(async (db) => {
+    const rows = await db.update(d).set({ order_state: null, next_attempt_at: now }).where(await ctx.deliveryLocks!(db, heads)).returning({ id: d.id })
     if (rows.length > 0) await ctx.notifyWork?.(db)
     return rows.length
   }, { durable: false })

@@ -1,8 +1,14 @@
 import { and, asc, count, eq, gte, inArray, isNull, lt, lte, min, or, sql, type SQL } from 'drizzle-orm'
-import { deliveriesInIdOrder, keysetCondition, listedDelivery, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetCondition, listedDelivery, lockOldestJob, sameTenant, type Db, type SqlContext } from './sql-context.js'
 import type { NewReplayJob, ReplayJobRecord, ReplayStep, ReplayStepRequest } from './storage.js'
 
 // Replays: durable jobs that hand a destination's past deliveries back to the worker, a batch at a time.
+
+/** A job's row by its key (the tenant on Postgres: see sameTenant). */
+function jobKey(ctx: SqlContext, job: { id: string; tenant_id: string }): SQL {
+  const { replay_jobs: r } = ctx.tables
+  return and(sameTenant(ctx, r.tenant_id, job.tenant_id), eq(r.id, job.id))!
+}
 
 /** The delivery states a job replays. */
 function selectedStates(job: NewReplayJob): string[] {
@@ -84,7 +90,7 @@ export async function cancelReplayJob(ctx: SqlContext, tenantId: string, destina
       return (existing as ReplayJobRecord | undefined) ?? null
     }
     // The batch handed out goes on as ordinary deliveries; nothing counts it any more.
-    await db.update(d).set({ replay_job: null }).where(deliveriesInIdOrder(ctx, db, eq(d.replay_job, id)))
+    await db.update(d).set({ replay_job: null }).where(deliveriesInIdOrder(ctx, db, eq(d.replay_job, id), tenantId))
     return row as ReplayJobRecord
   })
 }
@@ -92,17 +98,9 @@ export async function cancelReplayJob(ctx: SqlContext, tenantId: string, destina
 export async function claimReplayJob(ctx: SqlContext, owner: string, now: Date, leaseUntil: Date): Promise<ReplayJobRecord | null> {
   const { replay_jobs: r } = ctx.tables
   return ctx.transaction(async (db) => {
-    let pick = db
-      .select({ id: r.id })
-      .from(r)
-      .where(and(eq(r.status, 'running'), or(isNull(r.lease_until), lt(r.lease_until, now))))
-      .orderBy(asc(r.created_at), asc(r.id))
-      .limit(1)
-    // Two instances never take the same job: one skips the row the other is claiming.
-    if (ctx.dialect === 'postgres') pick = pick.for('update', { skipLocked: true }) as typeof pick
-    const [free] = await pick
+    const free = await lockOldestJob(ctx, db, r, and(eq(r.status, 'running'), or(isNull(r.lease_until), lt(r.lease_until, now)))!)
     if (!free) return null
-    const [row] = await db.update(r).set({ lease_owner: owner, lease_until: leaseUntil }).where(eq(r.id, free.id)).returning()
+    const [row] = await db.update(r).set({ lease_owner: owner, lease_until: leaseUntil }).where(jobKey(ctx, free)).returning()
     return (row as ReplayJobRecord | undefined) ?? null
   }, { durable: false })
 }
@@ -126,7 +124,7 @@ export async function skippedDeliveries(ctx: SqlContext, tenantId: string, desti
 export async function advanceReplayJob(ctx: SqlContext, q: ReplayStepRequest): Promise<ReplayStep> {
   const { replay_jobs: r, destinations } = ctx.tables
   return ctx.transaction(async (db) => {
-    let read = db.select().from(r).where(and(eq(r.id, q.id), eq(r.lease_owner, q.owner), eq(r.status, 'running'))).limit(1)
+    let read = db.select().from(r).where(and(eq(r.id, q.id), q.tenant_id === undefined ? undefined : eq(r.tenant_id, q.tenant_id), eq(r.lease_owner, q.owner), eq(r.status, 'running'))).limit(1)
     // The job row is locked for the step: a cancel or a tenant delete waits for it, and then wins.
     if (ctx.dialect === 'postgres') read = read.for('update') as typeof read
     const [row] = await read
@@ -152,7 +150,7 @@ export async function advanceReplayJob(ctx: SqlContext, q: ReplayStepRequest): P
 
 async function renew(ctx: SqlContext, db: Db, job: ReplayJobRecord, q: ReplayStepRequest): Promise<ReplayJobRecord> {
   const { replay_jobs: r } = ctx.tables
-  const [row] = await db.update(r).set({ lease_until: q.leaseUntil }).where(eq(r.id, job.id)).returning()
+  const [row] = await db.update(r).set({ lease_until: q.leaseUntil }).where(jobKey(ctx, job)).returning()
   return row as ReplayJobRecord
 }
 
@@ -167,7 +165,7 @@ async function batchWaiting(ctx: SqlContext, db: Db, job: ReplayJobRecord): Prom
   const [row] = await db
     .select({ id: d.id })
     .from(d)
-    .where(and(eq(d.replay_job, job.id), eq(d.status, 'pending'), or(isNull(d.last_attempt_at), lt(d.last_attempt_at, job.batch_started_at!))))
+    .where(and(sameTenant(ctx, d.tenant_id, job.tenant_id), eq(d.replay_job, job.id), eq(d.status, 'pending'), or(isNull(d.last_attempt_at), lt(d.last_attempt_at, job.batch_started_at!))))
     .limit(1)
   return row !== undefined
 }
@@ -177,7 +175,7 @@ async function finish(ctx: SqlContext, db: Db, job: ReplayJobRecord, status: 'co
   const [row] = await db
     .update(r)
     .set({ status, finished_at: now, updated_at: now, lease_owner: null, lease_until: null })
-    .where(eq(r.id, job.id))
+    .where(jobKey(ctx, job))
     .returning()
   return row as ReplayJobRecord
 }
@@ -188,9 +186,9 @@ async function finish(ctx: SqlContext, db: Db, job: ReplayJobRecord, status: 'co
  */
 async function countBatch(ctx: SqlContext, db: Db, job: ReplayJobRecord, now: Date): Promise<ReplayJobRecord> {
   const { deliveries: d, replay_jobs: r } = ctx.tables
-  const rows = await db.select({ status: d.status }).from(d).where(eq(d.replay_job, job.id))
+  const rows = await db.select({ status: d.status }).from(d).where(and(sameTenant(ctx, d.tenant_id, job.tenant_id), eq(d.replay_job, job.id)))
   const failed = rows.filter((x) => x.status !== 'success').length
-  await db.update(d).set({ replay_job: null }).where(deliveriesInIdOrder(ctx, db, eq(d.replay_job, job.id)))
+  await db.update(d).set({ replay_job: null }).where(deliveriesInIdOrder(ctx, db, eq(d.replay_job, job.id), job.tenant_id))
   const [row] = await db
     .update(r)
     .set({
@@ -203,7 +201,7 @@ async function countBatch(ctx: SqlContext, db: Db, job: ReplayJobRecord, now: Da
       batch_started_at: null,
       updated_at: now,
     })
-    .where(eq(r.id, job.id))
+    .where(jobKey(ctx, job))
     .returning()
   return row as ReplayJobRecord
 }
@@ -244,12 +242,12 @@ async function handOutBatch(ctx: SqlContext, db: Db, job: ReplayJobRecord, q: Re
   await db
     .update(d)
     .set({ status: 'pending', manual: true, next_attempt_at: q.now, lease_owner: null, lease_until: null, replay_job: job.id })
-    .where(deliveriesInIdOrder(ctx, db, and(inArray(d.id, batch.map((b) => b.id)), inArray(d.status, selectedStates(job)), listedDelivery(ctx))))
+    .where(deliveriesInIdOrder(ctx, db, and(inArray(d.id, batch.map((b) => b.id)), inArray(d.status, selectedStates(job)), listedDelivery(ctx)), job.tenant_id))
   await ctx.notifyWork?.(db)
   const [row] = await db
     .update(r)
     .set({ batch_time: last.time, batch_event: last.event, batch_started_at: q.now, lease_until: q.leaseUntil, updated_at: q.now })
-    .where(eq(r.id, job.id))
+    .where(jobKey(ctx, job))
     .returning()
   return row as ReplayJobRecord
 }

@@ -1,8 +1,8 @@
 import postgresJs from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Storage } from '../../src/storage/storage.js'
+import type { PublishTarget, Storage } from '../../src/storage/storage.js'
 import { citusKind, citusUrl } from '../support/citus.js'
-import { attemptWrite, seedOwners } from '../support/records.js'
+import { attemptWrite, destinationRecord, seedOwners } from '../support/records.js'
 
 // On a Citus cluster (OUTFLOW_CITUS_URL; docs/citus.md): the tables distributed by tenant_id, the tenantClaims
 // trigger firing on the shards, and a claim that names one tenant running there with its row locks (Citus refuses
@@ -127,5 +127,34 @@ describe.runIf(citusUrl)('citus: claims per tenant on distributed tables', () =>
     await s.holdDeliveries(retried.map((c) => c.id), true, later)
     const held = await sql.unsafe(`select status, count(*)::int as n from "${schema}".deliveries where event_id = 'multi' group by 1 order by 1`)
     expect(held.map((r) => [r.status, r.n])).toEqual([['cancelled', tenants.length / 2], ['success', tenants.length / 2]])
+  })
+
+  it("publishes in a host's transaction: written with its commit, nothing with its rollback, and planned again when a destination changed", async () => {
+    const host = postgresJs(citusUrl!, { max: 1, onnotice: () => {} })
+    const at = new Date(Date.now() - 1_000)
+    const plan = (id: string) => (targets: Map<string, PublishTarget[]>) =>
+      ['ct', 'cm5'].map((tenant) => ({
+        event: { tenant_id: tenant, id, topic: 't', time: at, data: {}, metadata: {}, eligible_for_retry: true, created_at: at },
+        deliveries: (targets.get(tenant) ?? []).map((d) => ({ id: `dlv-${tenant}-${id}-${d.id}`, destination_id: d.id, next_attempt_at: at })),
+      }))
+    const stored = async (id: string) =>
+      (await sql.unsafe(`select tenant_id || '/' || destination_id as pair from "${schema}".deliveries where event_id = $1 order by 1`, [id])).map((r) => r.pair)
+    try {
+      const committed = await host.begin((tx) => s.insertEventsInTransaction!(tx, ['ct', 'cm5'], plan('tx1')))
+      expect(committed.results).toEqual([{ duplicate: false, destination_ids: ['d'] }, { duplicate: false, destination_ids: ['d'] }])
+      expect(await stored('tx1')).toEqual(['cm5/d', 'ct/d'])
+      await host.begin(async (tx) => {
+        await s.insertEventsInTransaction!(tx, ['ct', 'cm5'], plan('tx2'))
+        throw new Error('rolled back')
+      }).catch(() => undefined)
+      expect(await stored('tx2')).toEqual([])
+      // The targets kept since the first publish are stale: the statement refuses them, and the publish is planned again.
+      await s.insertDestination(destinationRecord('cm5', 'd2'))
+      const replanned = await host.begin((tx) => s.insertEventsInTransaction!(tx, ['ct', 'cm5'], plan('tx3')))
+      expect(replanned.results.map((r) => r.destination_ids)).toEqual([['d'], ['d', 'd2']])
+      expect(await stored('tx3')).toEqual(['cm5/d', 'cm5/d2', 'ct/d'])
+    } finally {
+      await host.end()
+    }
   })
 })
