@@ -32,7 +32,7 @@ export interface ExpungeJobRecord extends NewExpungeJob {
 
 export interface ExpungeStepRequest {
   id: string
-  /** The job's tenant: with it the job's row is found by its key (what Citus needs: the option `citus`). */
+  /** The job's tenant: the job's row is found by its key (on Citus, the `citus` option, it is read first when not given). */
   tenant_id?: string
   owner: string
   now: Date

@@ -133,6 +133,17 @@ export async function lockOldestJob(ctx: SqlContext, db: Db, table: Tables['repl
   return undefined
 }
 
+/**
+ * The tenant of the job `id` as given, or on Citus (where its row is locked only by tenant and id) read without a
+ * lock when not given; elsewhere undefined (the job is found by id).
+ */
+export async function jobTenant(ctx: SqlContext, db: Db, table: Tables['replay_jobs'] | Tables['expunge_jobs'], q: { id: string; tenant_id?: string }): Promise<string | undefined> {
+  if (q.tenant_id !== undefined || !ctx.deliveryLocks) return q.tenant_id
+  const jobs = table as Tables['replay_jobs']
+  const [row] = await db.select({ tenant_id: jobs.tenant_id }).from(jobs).where(eq(jobs.id, q.id)).limit(1)
+  return row?.tenant_id
+}
+
 /** On Citus: how many of the oldest free jobs one claim tries to lock (another instance may hold each). */
 const jobsTriedPerClaim = 8
 

@@ -1,7 +1,7 @@
 import { and, asc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql } from 'drizzle-orm'
 import { holdTenant } from './sql-directory.js'
 import { promoteHeads } from './sql-ordering.js'
-import { deliveriesInIdOrder, keysetCondition, lockOldestJob, sameTenant, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetCondition, jobTenant, lockOldestJob, sameTenant, type Db, type SqlContext } from './sql-context.js'
 import type { ExpungeJobRecord, ExpungeOutcome, ExpungeStep, ExpungeStepRequest, NewExpungeJob, Storage } from './storage.js'
 
 // Erasure: an event's payload and its attempts' response bodies are removed, its deliveries end (status
@@ -103,7 +103,8 @@ export async function advanceExpungeJob(ctx: SqlContext, q: ExpungeStepRequest):
   const { expunge_jobs: x, events: e } = ctx.tables
   return ctx.transaction(async (db) => {
     const lost: ExpungeStep = { outcome: 'lost', job: null, event_ids: [] }
-    const mine = and(eq(x.id, q.id), q.tenant_id === undefined ? undefined : eq(x.tenant_id, q.tenant_id), eq(x.lease_owner, q.owner), ne(x.status, 'done'))
+    const tenant = await jobTenant(ctx, db, x, q)
+    const mine = and(eq(x.id, q.id), tenant === undefined ? undefined : eq(x.tenant_id, tenant), eq(x.lease_owner, q.owner), ne(x.status, 'done'))
     // The tenant row first, held like any writer's (a tenant delete waits for the step, then removes the job), then
     // the job's row: the order a tenant delete takes them in.
     const [owned] = await db.select({ tenant_id: x.tenant_id }).from(x).where(mine).limit(1)

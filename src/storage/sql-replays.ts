@@ -1,5 +1,5 @@
 import { and, asc, count, eq, gte, inArray, isNull, lt, lte, min, or, sql, type SQL } from 'drizzle-orm'
-import { deliveriesInIdOrder, keysetCondition, listedDelivery, lockOldestJob, sameTenant, type Db, type SqlContext } from './sql-context.js'
+import { deliveriesInIdOrder, keysetCondition, listedDelivery, jobTenant, lockOldestJob, sameTenant, type Db, type SqlContext } from './sql-context.js'
 import type { NewReplayJob, ReplayJobRecord, ReplayStep, ReplayStepRequest } from './storage.js'
 
 // Replays: durable jobs that hand a destination's past deliveries back to the worker, a batch at a time.
@@ -124,7 +124,8 @@ export async function skippedDeliveries(ctx: SqlContext, tenantId: string, desti
 export async function advanceReplayJob(ctx: SqlContext, q: ReplayStepRequest): Promise<ReplayStep> {
   const { replay_jobs: r, destinations } = ctx.tables
   return ctx.transaction(async (db) => {
-    let read = db.select().from(r).where(and(eq(r.id, q.id), q.tenant_id === undefined ? undefined : eq(r.tenant_id, q.tenant_id), eq(r.lease_owner, q.owner), eq(r.status, 'running'))).limit(1)
+    const tenant = await jobTenant(ctx, db, r, q)
+    let read = db.select().from(r).where(and(eq(r.id, q.id), tenant === undefined ? undefined : eq(r.tenant_id, tenant), eq(r.lease_owner, q.owner), eq(r.status, 'running'))).limit(1)
     // The job row is locked for the step: a cancel or a tenant delete waits for it, and then wins.
     if (ctx.dialect === 'postgres') read = read.for('update') as typeof read
     const [row] = await read
