@@ -12,10 +12,8 @@ import type { PruneBatch, PruneRequest } from './storage.js'
 export async function pruneOnShards(db: Db, t: Tables, shards: ShardGroups, q: PruneRequest): Promise<PruneBatch> {
   const events = (await db.execute(oldEvents(t, q))) as unknown as { tenant_id: string; id: string; time: Date }[]
   const found: PruneFound[] = []
-  for (const group of await shards.of([...new Set(events.map((e) => e.tenant_id))])) {
-    const members = new Set(group)
-    const mine = events.filter((e) => members.has(e.tenant_id))
-    const onShard = sql` and d.tenant_id = any(${col(group, 'text')})`
+  for (const { tenants, items: mine } of await shards.split(events, (e) => e.tenant_id)) {
+    const onShard = sql` and d.tenant_id = any(${col(tenants, 'text')})`
     const rows = await shards.checked(
       async () =>
         (await db.execute(sql`

@@ -55,12 +55,10 @@ export function citusRecordAttempts(t: Tables, shards: ShardGroups, transactions
     return rows.filter(([kind]) => kind === 'streak').map(([, ...streak]) => streak)
   }
   return async (writes: AttemptWrite[]): Promise<DestinationStreak[]> => {
-    const groups = await run(() => shards.of(writes.map((w) => w.attempt.tenant_id)))
+    const groups = await run(() => shards.split(writes, (w) => w.attempt.tenant_id))
     const streaks = await Promise.all(
-      groups.map((tenants) => {
-        const members = new Set(tenants)
-        const group = writes.filter((w) => members.has(w.attempt.tenant_id))
-        const values = { ...attemptColumns(group), ...orderKeys(group), tenants }
+      groups.map(({ tenants, items }) => {
+        const values = { ...attemptColumns(items), ...orderKeys(items), tenants }
         return run(() => transactions.begin((tx) => writeGroup(tx, values)))
       }),
     )

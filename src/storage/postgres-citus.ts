@@ -59,6 +59,13 @@ export function shardGroups(driver: Driver, schema: string) {
       }
       return [...groups.entries()].sort(([a], [b]) => Number(a) - Number(b)).map(([, group]) => [...group])
     },
+    /** `items` in groups of one shard each (by `tenantOf`), with the group's tenants, in order of shard. */
+    async split<T>(items: T[], tenantOf: (item: T) => string): Promise<{ tenants: string[]; items: T[] }[]> {
+      return (await this.of(items.map(tenantOf))).map((tenants) => {
+        const members = new Set(tenants)
+        return { tenants, items: items.filter((item) => members.has(tenantOf(item))) }
+      })
+    },
     /**
      * Runs a statement of one group; if Citus refuses it as not on one shard (a shard was split since its
      * tenants were looked up), every tenant's shard is looked up again from the next call on.

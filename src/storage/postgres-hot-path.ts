@@ -39,10 +39,10 @@ type InsertColumn =
  */
 export function eventInsertStatement(t: Tables, checks?: Record<string, SQL>, { byShard = false } = {}) {
   const c = (name: InsertColumn, type: string) => column(name, type)
-  // On Citus: every table read by the batch's tenants too (their shards only), and no row lock (see citusLocks).
+  // On Citus: every table read by the batch's tenants too (their shards only), and no row lock (see citusPublish).
   const of = onShardOf(byShard)
   const hold = (lock: string) => (byShard ? sql`` : sql.raw(` ${lock}`))
-  // On Citus the FIFO order numbers come as a column (see citusInsertEvents): Citus fails the statement when it
+  // On Citus the FIFO order numbers come as a column (see citusPublish): Citus fails the statement when it
   // draws them itself while joining the held destinations.
   const seqGiven = (given: string, drawn = '') => sql.raw(byShard ? given : drawn)
   const named = Object.entries(checks ?? {})
@@ -139,10 +139,9 @@ export function citusPublish(t: Tables, shards: ShardGroups, checks?: Record<str
     inserts: { ...eventInserts(t), insert: eventInsertStatement(t, checks, { byShard: true }) },
     async hold(driver: Driver, items: NewEventWithDeliveries[]) {
       const tenants = [...new Set(items.map((i) => i.event.tenant_id))]
-      for (const group of await shards.of(tenants)) {
-        const members = new Set(group)
-        const targets = items.flatMap(({ event, deliveries }) => (members.has(event.tenant_id) ? deliveries.map((d) => d.destination_id) : []).map((id) => [event.tenant_id, id]))
-        await shards.checked(() => lock(driver, { tenants: group, d_tenant: targets.map(([tenant]) => tenant), d_destination: targets.map(([, id]) => id) }))
+      for (const group of await shards.split(items, (item) => item.event.tenant_id)) {
+        const targets = group.items.flatMap(({ event, deliveries }) => deliveries.map((d) => [event.tenant_id, d.destination_id]))
+        await shards.checked(() => lock(driver, { tenants: group.tenants, d_tenant: targets.map(([tenant]) => tenant), d_destination: targets.map(([, id]) => id) }))
       }
       const orderNumbers = async (count: number) => (count === 0 ? [] : (await draw(driver, { count })).map(([n]) => n as string))
       return { values: { tenants }, orderNumbers }
