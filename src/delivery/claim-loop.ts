@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ClaimedDelivery } from '../storage/storage.js'
 import { ClaimWindow } from './claim-window.js'
+import { promotePollMs } from './idle-polls.js'
 import type { DeliveryContext } from './context.js'
 import type { OutageLog } from './storage-outage.js'
 import { faultPoint } from './supervisor.js'
@@ -21,8 +22,8 @@ export interface ClaimHost {
  * Takes the deliveries the local publish fast path did not: due retries, other instances' publishes, expired
  * leases. Claims a batch whenever the worker has room, then sleeps a poll interval unless woken (a local retry
  * falling due, a manual retry, another instance's NOTIFY, a finished FIFO delivery). Beside it, the leases of
- * everything the worker holds are renewed every third of a lease, and once a second FIFO destinations' waiting
- * deliveries are promoted (a safety net for a race).
+ * everything the worker holds are renewed every third of a lease, and once a second (every 30 s on Citus) FIFO
+ * destinations' waiting deliveries are promoted (a safety net for a race).
  *
  * @example
  * const claims = new ClaimLoop(ctx, outage, worker); claims.start(); claims.wake(); await claims.close()
@@ -117,11 +118,12 @@ export class ClaimLoop {
 
   async #claimLoop(): Promise<void> {
     const { pollIntervalMs } = this.#ctx.options.delivery
+    // At most once a second (every 30 s on Citus): a safety net for a rare race, it scans every waiting delivery.
+    const promoteMs = promotePollMs(this.#ctx.storage, pollIntervalMs)
     let promotedAt = 0
     while (!this.#stopping) {
       faultPoint('claim')
-      // At most once a second: a safety net for a rare race, it scans every waiting delivery.
-      if (Date.now() - promotedAt >= Math.max(pollIntervalMs, 1_000)) {
+      if (Date.now() - promotedAt >= promoteMs) {
         promotedAt = Date.now()
         await this.#promoteWaiting()
       }

@@ -1,6 +1,7 @@
 import { newId } from '../ids.js'
 import type { Storage } from '../storage/storage.js'
 import type { DeliverySettings } from './context.js'
+import { jobPollMs } from './idle-polls.js'
 import { JobRunner } from './job-runner.js'
 import type { Supervisor } from './supervisor.js'
 
@@ -25,7 +26,8 @@ export class ExpungeRunner extends JobRunner {
   constructor(ctx: ExpungeRunnerContext) {
     const { storage, options } = ctx
     const { leaseMs, pollIntervalMs } = options.delivery
-    super(newId('exr'), { logger: options.logger, leaseMs, pollIntervalMs, now: ctx.now, supervisor: ctx.supervisor }, {
+    const idleMs = jobPollMs(storage, pollIntervalMs)
+    super(newId('exr'), { logger: options.logger, leaseMs, pollIntervalMs, idleMs, now: ctx.now, supervisor: ctx.supervisor }, {
       loop: 'expunge',
       claim: async (owner, now, leaseUntil) => (await storage.claimExpungeJob(owner, now, leaseUntil)) ?? undefined,
       step: async ({ id, tenant_id }, owner, now, leaseUntil) => {

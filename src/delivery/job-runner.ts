@@ -9,8 +9,10 @@ export interface JobRunnerContext {
   logger: Logger
   /** Leases last this long; a step renews the lease of its job. */
   leaseMs: number
-  /** How long to wait when no job is waiting, or the storage is unavailable. */
+  /** How long to wait when the storage is unavailable. */
   pollIntervalMs: number
+  /** How long to wait when no job is waiting (longer than the poll interval on Citus: idle-polls.ts). */
+  idleMs: number
   now(): Date
   /** Starts the loop again when a step throws something other than a storage outage. */
   supervisor: Supervisor
@@ -74,7 +76,7 @@ export class JobRunner {
 
   /** Steps jobs; an outage waits a poll interval, anything else throws to the supervisor. */
   async #run(): Promise<void> {
-    const { supervisor, leaseMs, pollIntervalMs } = this.#ctx
+    const { supervisor, leaseMs, pollIntervalMs, idleMs } = this.#ctx
     const { loop } = this.#jobs
     while (!this.#stopping) {
       try {
@@ -84,7 +86,7 @@ export class JobRunner {
         if (!this.#job) {
           this.#job = await this.#jobs.claim(this.id, now, leaseUntil)
           supervisor.ok(loop)
-          if (!this.#job) await this.#pause(pollIntervalMs)
+          if (!this.#job) await this.#pause(idleMs)
           continue
         }
         const pause = await this.#jobs.step(this.#job, this.id, now, leaseUntil)

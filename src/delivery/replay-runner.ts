@@ -1,6 +1,7 @@
 import { newId } from '../ids.js'
 import type { Storage } from '../storage/storage.js'
 import type { DeliverySettings } from './context.js'
+import { jobPollMs } from './idle-polls.js'
 import { JobRunner } from './job-runner.js'
 import type { Supervisor } from './supervisor.js'
 
@@ -28,7 +29,8 @@ export class ReplayRunner extends JobRunner {
   constructor(ctx: ReplayRunnerContext) {
     const { storage, options } = ctx
     const { leaseMs, pollIntervalMs, batchSize } = options.delivery
-    super(newId('rpr'), { logger: options.logger, leaseMs, pollIntervalMs, now: ctx.now, supervisor: ctx.supervisor }, {
+    const idleMs = jobPollMs(storage, pollIntervalMs)
+    super(newId('rpr'), { logger: options.logger, leaseMs, pollIntervalMs, idleMs, now: ctx.now, supervisor: ctx.supervisor }, {
       loop: 'replay',
       claim: async (owner, now, leaseUntil) => (await storage.claimReplayJob(owner, now, leaseUntil)) ?? undefined,
       step: async ({ id, tenant_id }, owner, now, leaseUntil) => {

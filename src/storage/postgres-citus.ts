@@ -14,23 +14,24 @@ const byTenant = ['destinations', 'events', 'deliveries', 'attempts', 'rate_buck
 const reference = ['signing_keys', 'portal_codes']
 
 /**
- * Distributes a migrated schema's tables: each tenant's rows on one shard group. Idempotent (a table already
- * distributed is left alone). The migrations record and `delivery_order_seq` stay on the coordinator. The trigger
- * of claims per tenant writes only its own tenant's due_tenants row (co-located), which Citus allows when told.
+ * Distributes a migrated schema's tables: each tenant's rows on one shard group. Idempotent: a table already
+ * distributed is left alone, one not made yet is skipped (an install distributed before the migration that makes
+ * it). The migrations record and `delivery_order_seq` stay on the coordinator. Runs before the trigger of claims per
+ * tenant is made (prepareTenantClaims), which writes only its own tenant's due_tenants row (co-located).
  */
 export async function distributeTables(client: PostgresJs.Sql, schema: string): Promise<void> {
-  const distributed = new Set(
-    (await client<{ name: string }[]>`
-      select c.relname as name from pg_dist_partition p join pg_class c on c.oid = p.logicalrelid
-      join pg_namespace n on n.oid = c.relnamespace where n.nspname = ${schema}`).map((r) => r.name),
-  )
+  const tables = await client<{ name: string; distributed: boolean }[]>`
+    select c.relname as name, exists (select 1 from pg_dist_partition p where p.logicalrelid = c.oid) as distributed
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = ${schema} and c.relkind in ('r', 'p')`
+  // A table a later migration makes (an install distributed before it) is distributed once it exists.
+  const undistributed = (table: string) => tables.some((t) => t.name === table && !t.distributed)
   const q = (table: string) => `"${schema}".${table}`
   await client`set citus.enable_unsafe_triggers = on`
-  if (!distributed.has('tenants')) await client`select create_distributed_table(${q('tenants')}, 'id')`
+  if (undistributed('tenants')) await client`select create_distributed_table(${q('tenants')}, 'id')`
   for (const table of byTenant) {
-    if (!distributed.has(table)) await client`select create_distributed_table(${q(table)}, 'tenant_id', colocate_with => ${q('tenants')})`
+    if (undistributed(table)) await client`select create_distributed_table(${q(table)}, 'tenant_id', colocate_with => ${q('tenants')})`
   }
-  for (const table of reference) if (!distributed.has(table)) await client`select create_reference_table(${q(table)})`
+  for (const table of reference) if (undistributed(table)) await client`select create_reference_table(${q(table)})`
 }
 
 /** Tenants remembered with their shard; past this many the memory starts over. */

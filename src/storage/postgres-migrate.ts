@@ -32,10 +32,11 @@ export async function migratePostgres(
     const folder = migrationsFolder('postgres')
     await adoptDrizzleMigrations(lockClient, schemaName, folder)
     await migrate(drizzle({ client: lockClient }), { migrationsFolder: folder, migrationsSchema: schemaName, migrationsTable })
-    await prepareHistory(lockClient, schemaName, partition)
-    await prepareTenantClaims(lockClient, schemaName, tenantClaims)
-    // On Citus: migrated as local tables first, then distributed (a migration's backfill may join tables).
+    // On Citus: a new install's tables are made local by the migrations, then distributed (a migration's backfill
+    // may join tables); a table a later migration makes is distributed before the triggers that write it are made.
     if (citus) await distributeTables(lockClient, schemaName)
+    await prepareHistory(lockClient, schemaName, partition)
+    await prepareTenantClaims(lockClient, schemaName, tenantClaims, citus)
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
   } finally {
     await lockClient.end()

@@ -27,7 +27,7 @@ const roundsPerClaim = 8
 const settleWindow = 100
 
 /** Made at `migrate()` while the option is on, dropped while it is off: the trigger, its index, the table filled. */
-export async function prepareTenantClaims(client: PostgresJs.Sql, schema: string, on: boolean): Promise<void> {
+export async function prepareTenantClaims(client: PostgresJs.Sql, schema: string, on: boolean, citus = false): Promise<void> {
   const s = `"${schema}"`
   const [{ triggers } = { triggers: 0 }] = await client<{ triggers: number }[]>`
     select count(*)::int as triggers from pg_trigger
@@ -36,6 +36,10 @@ export async function prepareTenantClaims(client: PostgresJs.Sql, schema: string
   if (triggers === (on ? 2 : 0)) return
   const [{ moved } = { moved: false }] = await client<{ moved: boolean }[]>`select to_regclass(${`${s}.deliveries_unpartitioned`}) is not null as moved`
   await client.begin(async (tx) => {
+    // On distributed tables Citus makes the trigger on every shard only when told it is safe (it writes only its own
+    // tenant's due_tenants row, on the same shard group), and makes the function after the index only when the
+    // transaction's work on the shards went one shard at a time.
+    if (citus) await tx.unsafe(`set local citus.enable_unsafe_triggers = on; set local citus.multi_shard_modify_mode = 'sequential'`)
     // A table moved under the partitioned layout (postgres-partition-move.ts) kept its own: the parent's replace them.
     for (const table of moved ? ['deliveries', 'deliveries_unpartitioned'] : ['deliveries']) {
       await tx.unsafe(`drop trigger if exists outflow_tenant_due_insert on ${s}.${table}`)

@@ -185,7 +185,7 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       const context = { ...sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound), ...(shards && { deliveryLocks: deliveryLocks(tables, shards) }) }
       const shared = createSqlStorage(context, lifecycle)
       const perDelivery = perDeliveryCalls({ tables, driver, txClient, schemaName, shards, partitioned: partitions.partitioned, claimsByTenant }, shared, bound)
-      const storage: Storage = { ...shared, ...perDelivery, prunePartitions: partitions.prune, partitionHistory }
+      const storage: Storage = { ...shared, ...perDelivery, prunePartitions: partitions.prune, partitionHistory, ...(shards && { readsEveryShard: true }) }
       if (!replica) return storage
       // Listings and metrics only: single statements, no transaction.
       const fromReplica = createSqlStorage(sqlContext({ db: replica.db, txDb: replica.db }, { tables, hotPath, workChannel }, bound), lifecycle)

@@ -145,6 +145,11 @@ export interface Storage {
    * Optional: single-process drivers (SQLite) do not need it. Resolves to an unsubscribe function.
    */
   onWork?(listener: () => void): Promise<() => Promise<void>>
+  /**
+   * A read that names no tenant is a query on every shard (Postgres with the `citus` option): an idle engine then
+   * looks for rare work (replay and erasure jobs, the FIFO safety net) less often (see delivery/idle-polls.ts).
+   */
+  readonly readsEveryShard?: boolean
   /** Make a delivery due now for one manual attempt; false when there is no such delivery or its destination is gone. */
   requeueDelivery(tenantId: string, eventId: string, destinationId: string, now: Date): Promise<boolean>
   /** Event rows (one per attempted or skipped (event, destination) pair), `limit + 1` in display order. */

@@ -37,6 +37,8 @@ describe.runIf(citusUrl)('citus: claims per tenant on distributed tables', () =>
     for (const table of ['attempts', 'deliveries', 'destinations', 'due_tenants', 'events', 'expunge_jobs', 'rate_buckets', 'replay_jobs']) expect(of(table)).toMatchObject({ method: 'h', column: 'tenant_id' })
     expect(of('tenants')).toMatchObject({ method: 'h', column: 'id' })
     for (const table of ['portal_codes', 'signing_keys']) expect(of(table)?.method).toBe('n')
+    // So an idle engine looks for jobs and promotes waiting deliveries seldom (delivery/idle-polls.ts).
+    expect(s.readsEveryShard).toBe(true)
   })
 
   it('marks the tenant due from a delivery written on its shard, claims it, and settles the tenant once it is done', async () => {

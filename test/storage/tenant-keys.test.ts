@@ -1,12 +1,7 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { drizzle } from 'drizzle-orm/postgres-js'
-import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import postgresJs from 'postgres'
 import { afterAll, describe, expect, it } from 'vitest'
-import { migrationsFolder } from '../../src/storage/migrations-folder.js'
 import { postgres } from '../../src/storage/postgres.js'
+import { migrateFirst } from '../support/old-migrations.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
 // Citus's rule for a table distributed by tenant_id: every primary key and unique index includes tenant_id
@@ -63,19 +58,7 @@ describe.runIf(postgresAvailable)('postgres: every key of tenant data includes t
     const db = await createTestDatabase()
     dropped.push(db.drop)
     // The migrations up to 0013, as a release before this one applied them.
-    const folder = mkdtempSync(join(tmpdir(), 'outflow-migrations-'))
-    try {
-      cpSync(migrationsFolder('postgres'), folder, { recursive: true })
-      const journalPath = join(folder, 'meta/_journal.json')
-      const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: Array<{ idx: number }> }
-      journal.entries = journal.entries.filter((e) => e.idx < 14)
-      writeFileSync(journalPath, JSON.stringify(journal))
-      const client = postgresJs(db.url, { max: 1, onnotice: () => {} })
-      await migrate(drizzle({ client }), { migrationsFolder: folder, migrationsSchema: 'public', migrationsTable: '__outflow_migrations' })
-      await client.end()
-    } finally {
-      rmSync(folder, { recursive: true, force: true })
-    }
+    await migrateFirst(db.url, 'public', 14)
     const sql = postgresJs(db.url, { max: 1, onnotice: () => {} })
     try {
       expect(keysWithoutTenant(await uniqueKeys(sql)).map((k) => k.table)).toEqual(['attempts', 'deliveries', 'expunge_jobs', 'replay_jobs'])
