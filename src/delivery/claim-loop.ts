@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ClaimedDelivery } from '../storage/storage.js'
 import { ClaimWindow } from './claim-window.js'
-import { promotePollMs } from './idle-polls.js'
+import { orderedWorkMs, promotePollMs } from './idle-polls.js'
 import type { DeliveryContext } from './context.js'
 import type { OutageLog } from './storage-outage.js'
 import { faultPoint } from './supervisor.js'
@@ -22,8 +22,9 @@ export interface ClaimHost {
  * Takes the deliveries the local publish fast path did not: due retries, other instances' publishes, expired
  * leases. Claims a batch whenever the worker has room, then sleeps a poll interval unless woken (a local retry
  * falling due, a manual retry, another instance's NOTIFY, a finished FIFO delivery). Beside it, the leases of
- * everything the worker holds are renewed every third of a lease, and once a second (every 30 s on Citus) FIFO
- * destinations' waiting deliveries are promoted (a safety net for a race).
+ * everything the worker holds are renewed every third of a lease, and once a second (on Citus every 30 s unless it
+ * just wrote an ordered result: idle-polls.ts) FIFO destinations' waiting deliveries are promoted (a safety net for
+ * a race).
  *
  * @example
  * const claims = new ClaimLoop(ctx, outage, worker); claims.start(); claims.wake(); await claims.close()
@@ -45,6 +46,8 @@ export class ClaimLoop {
   #wakeMissed = false
   #retryTimer?: NodeJS.Timeout
   #retryAt = Infinity
+  /** When this worker last wrote the result of a delivery to a FIFO destination (Date.now()). */
+  #orderedResultAt = -Infinity
 
   constructor(ctx: Pick<DeliveryContext, 'storage' | 'options' | 'supervisor' | 'now'>, outage: OutageLog, host: ClaimHost) {
     this.#ctx = ctx
@@ -67,6 +70,12 @@ export class ClaimLoop {
     // Asked while claiming: the claim may have run before the work was visible (a host's commit, another
     // instance's NOTIFY), so claim once more rather than sleep a whole poll interval.
     else this.#wakeMissed = true
+  }
+
+  /** A delivery to a FIFO destination finished here: claim its successor now, and keep the FIFO safety net busy a while. */
+  orderedResultWritten(): void {
+    this.#orderedResultAt = Date.now()
+    this.wake()
   }
 
   /** Claim again when the earliest scheduled retry falls due, rather than waiting for the next poll. */
@@ -118,12 +127,12 @@ export class ClaimLoop {
 
   async #claimLoop(): Promise<void> {
     const { pollIntervalMs } = this.#ctx.options.delivery
-    // At most once a second (every 30 s on Citus): a safety net for a rare race, it scans every waiting delivery.
-    const promoteMs = promotePollMs(this.#ctx.storage, pollIntervalMs)
     let promotedAt = 0
     while (!this.#stopping) {
       faultPoint('claim')
-      if (Date.now() - promotedAt >= promoteMs) {
+      // A safety net for a rare race, it scans every waiting delivery: see promotePollMs.
+      const orderedWork = Date.now() - this.#orderedResultAt < orderedWorkMs
+      if (Date.now() - promotedAt >= promotePollMs(this.#ctx.storage, pollIntervalMs, orderedWork)) {
         promotedAt = Date.now()
         await this.#promoteWaiting()
       }

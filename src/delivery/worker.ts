@@ -227,7 +227,7 @@ export class DeliveryWorker {
   async #written(entries: RecordedAttempt[], streaks: DestinationStreak[]): Promise<void> {
     for (const { write } of entries) if (write.delivery.next_attempt_at) this.#claims.wakeAt(write.delivery.next_attempt_at.getTime())
     // A finished delivery to a FIFO destination made the next one of its key due: claim it now.
-    if (entries.some(({ write }) => write.delivery.order_key != null && write.delivery.status !== 'pending')) this.wake()
+    if (entries.some(({ write }) => write.delivery.order_key != null && write.delivery.status !== 'pending')) this.#claims.orderedResultWritten()
     const disabled = await reportOutcomes(this.#ctx, entries, streaks).catch((err: unknown) => {
       this.#ctx.options.logger.error({ count: entries.length, error: errorFields(err) }, 'reporting attempt outcomes failed')
       return []

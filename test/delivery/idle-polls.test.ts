@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Storage } from '../../src/storage/storage.js'
 import { engineKinds } from '../support/engines.js'
-import { waitFor } from '../support/receiver.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
 
 // An idle engine's looks for rare work (delivery/idle-polls.ts): where a read that names no tenant reaches every
 // shard (Citus), job claims and the FIFO safety net run seldom; claims keep the poll interval everywhere.
@@ -44,6 +44,23 @@ for (const kind of engineKinds()) {
       expect(looks.expungeJobs).toBeGreaterThanOrEqual(5)
       expect(looks.promotions).toBeGreaterThanOrEqual(1)
       expect(looks.promotions).toBeLessThanOrEqual(2)
+    })
+
+    it('where reads reach every shard, promotes waiting deliveries once a second again after it wrote an ordered delivery\'s result', async () => {
+      const receiver = await startReceiver(() => ({}))
+      try {
+        const { outflow, looks } = await countingEngine(true)
+        await outflow.upsertTenant('fifo', {})
+        await outflow.createDestination('fifo', { type: 'webhook', topics: ['*'], config: { url: `${receiver.url}/fifo` }, delivery: { ordering: 'fifo' } })
+        await outflow.publish({ tenant_id: 'fifo', topic: 'x', data: {} })
+        await waitFor(async () => (await outflow.listEvents('fifo', {})).models.length === 1, 5_000, 'the ordered result written')
+        const before = looks.promotions
+        await sleep(2_500)
+        // Once a second for a minute after an ordered result, where it would otherwise wait 30 s.
+        expect(looks.promotions - before).toBeGreaterThanOrEqual(2)
+      } finally {
+        await receiver.close()
+      }
     })
 
     it('a job created on an engine that looks seldom starts at once: the engine wakes its own runners', async () => {
