@@ -1,6 +1,7 @@
 import type PostgresJs from 'postgres'
 import { createPartitionsAhead, daysAhead, dropPartitionsBefore, historyPartitioned } from './postgres-partitions.js'
 import type { DroppedDay, PartitionRequest } from './storage.js'
+import { settledDays } from './postgres-history-days.js'
 
 /** How often a storage on the partitioned layout makes the coming days' partitions by itself (the pruner also does, each pass). */
 const aheadEveryMs = 3_600_000
@@ -12,7 +13,7 @@ const plainRecheckMs = 60_000
  * The storage's side of the partitioned layout: which layout the schema has (read once, again after migrate(), and
  * every minute while plain, so an engine running beside a move goes on to claim and prune as the new layout wants),
  * the coming days' partitions kept made (hourly, so an engine without retention never falls into DEFAULT),
- * and retention's drop of whole days.
+ * retention's drop of whole days, and the days a listing may leave out.
  */
 export function partitionsKeeper(client: PostgresJs.Sql, schema: string, bound: <T>(work: () => Promise<T>) => Promise<T>) {
   let layout: Promise<boolean> | undefined
@@ -40,6 +41,8 @@ export function partitionsKeeper(client: PostgresJs.Sql, schema: string, bound: 
   }
   return {
     partitioned,
+    /** The days a listing may leave out (postgres-history-days.ts). */
+    settledDays: settledDays(client, schema, partitioned, bound),
     /** After migrate(): read the layout again, and on the partitioned one keep the coming days made. */
     async migrated(): Promise<void> {
       layout = undefined

@@ -120,7 +120,7 @@ export async function createPartitionsAhead(sql: PostgresJs.Sql, schema: string,
 }
 
 /** The days (`YYYYMMDD`) that have an attached events partition, oldest first. */
-async function partitionDays(sql: PostgresJs.Sql, schema: string): Promise<string[]> {
+export async function partitionDays(sql: PostgresJs.Sql, schema: string): Promise<string[]> {
   const rows = await sql<{ name: string }[]>`
     select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
     where i.inhparent = to_regclass(${`"${schema}".events`}) and c.relname ~ '^events_p[0-9]{8}$' order by 1`

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, ne, or, sql, type SQL } from 'drizzle-orm'
 import { deliveriesLocked, keysetPlan, listedDelivery, runLocking, type Db, type SqlContext } from './sql-context.js'
 import { promoteHeads } from './sql-ordering.js'
+import { leavingOut, pageOverDays, type SettledDay } from './listing-days.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -214,16 +215,20 @@ export async function listEvents(ctx: SqlContext, q: EventListRequest): Promise<
     q.timeLte ? lte(d.event_time, q.timeLte) : undefined,
   ]
   const plan = keysetPlan([d.event_time, d.event_id, d.destination_id], q)
-  const rows = await ctx.run((db) =>
-    db
-      .select(eventRowSelection(ctx))
-      .from(d)
-      .innerJoin(e, and(eq(e.tenant_id, d.tenant_id), eq(e.id, d.event_id)))
-      .where(and(...filters, plan.where))
-      .orderBy(...plan.orderBy)
-      .limit(q.limit + 1),
-  )
-  return (plan.reverse ? rows.reverse() : rows) as EventRow[]
+  const read = (leftOut: SettledDay[]) =>
+    ctx.run((db) =>
+      db
+        .select(eventRowSelection(ctx))
+        .from(d)
+        .innerJoin(e, and(eq(e.tenant_id, d.tenant_id), eq(e.id, d.event_id)))
+        .where(and(...filters, plan.where, leavingOut(d.event_created_at, leftOut), leavingOut(e.created_at, leftOut)))
+        .orderBy(...plan.orderBy)
+        .limit(q.limit + 1),
+    ) as Promise<EventRow[]>
+  // The partitioned layout: days whose event times cannot reach the page are left out (listing-days.ts).
+  const days = (await ctx.settledDays?.()) ?? []
+  const rows = days.length ? await pageOverDays(q, days, read) : await read([])
+  return plan.reverse ? rows.reverse() : rows
 }
 
 export async function getEvent(ctx: SqlContext, tenantId: string, eventId: string, destinationId?: string): Promise<EventRow | null> {

@@ -36,7 +36,7 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
     s = await postgres({ url: db.url, max: 4, partitionHistory: true })()
     await s.migrate()
     sql = postgresJs(db.url, { max: 1, onnotice: () => {} })
-    await seedOwners(s, { drop: ['d1'], kept: ['d1'], fresh: ['d1'], span: ['d1'], dup: ['d1'], crash: ['d1'] })
+    await seedOwners(s, { drop: ['d1'], kept: ['d1'], fresh: ['d1'], span: ['d1'], dup: ['d1'], crash: ['d1'], list: ['d1'] })
   })
   afterAll(async () => {
     await s?.close()
@@ -154,6 +154,63 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
     expect(await publish(day30 + 2 * day + 12 * 3_600_000)).toBe(false)
     const racing = await Promise.all([1, 2, 3, 4].map((i) => publish(day30 + 3 * day + i, 'race')))
     expect(racing.filter((duplicate) => !duplicate)).toHaveLength(1)
+  })
+
+  it('lists pages over settled days, leaving out the days a page cannot reach', async () => {
+    const first = day1 + 60 * day
+    await makeDays(first)
+    // Three settled days of five events each, timed as published; the last day also has one timed later than all.
+    const events = [0, 1, 2].flatMap((d) => [1, 2, 3, 4, 5].map((i) => event('list', `d${d}e${i}`, first + d * day + i * 60_000, ['d1'])))
+    events.push(event('list', 'late', first + 2 * day + 1000, ['d1'], { time: first + 10 * day }))
+    // Today's day is not settled; tomorrow's is empty unless an engine's clock is that far ahead, as this one's.
+    events.push(event('list', 'today', Date.now(), ['d1'], { time: first + 11 * day }), event('list', 'tomorrow', Date.now() + day, ['d1'], { time: first + 12 * day }))
+    await s.insertEvents(events)
+    await s.recordAttempts(events.map((e) => attempt('list', e.event.id, 'd1', 'success', e.event.created_at.getTime() + 1000)))
+    const order = ['tomorrow', 'today', 'late', ...[2, 1, 0].flatMap((d) => [5, 4, 3, 2, 1].map((i) => `d${d}e${i}`))]
+
+    // A storage opened now knows every day's times (read on its first listing, then every minute).
+    const reader = await postgres({ url: db.url, max: 2 })()
+    const lock = postgresJs(db.url, { max: 1, onnotice: () => {} })
+    try {
+      const walk = async (dir: 'asc' | 'desc', limit: number) => {
+        const ids: string[] = []
+        let after: [number, string, string] | undefined
+        for (;;) {
+          const rows = await reader.listEvents({ dir, limit, tenantIds: ['list'], ...(after && { after }) })
+          ids.push(...rows.slice(0, limit).map((r) => r.event_id))
+          if (rows.length <= limit) return ids
+          const last = rows[limit - 1]!
+          after = [last.time.getTime(), last.event_id, last.destination_id]
+        }
+      }
+      for (const limit of [1, 3, 7, 20]) {
+        expect(await walk('desc', limit)).toEqual(order)
+        expect(await walk('asc', limit)).toEqual([...order].reverse())
+      }
+      const prev = await reader.listEvents({ dir: 'desc', limit: 2, tenantIds: ['list'], before: [first + day + 3 * 60_000, 'd1e3', 'd1'] })
+      // Two rows before the position and one more, in display order.
+      expect(prev.map((r) => r.event_id)).toEqual(['d2e1', 'd1e5', 'd1e4'])
+
+      // A page left out a day's partitions if its statement never locked them: with the first two days locked by
+      // another session, a page of the last day and the late event answers; one reaching the first day waits.
+      let waiting: Promise<unknown> | undefined
+      await lock.begin(async (tx) => {
+        for (const table of ['events', 'deliveries']) for (const d of [0, 1]) await tx.unsafe(`lock table ${table}_p${dayName(first + d * day)} in access exclusive mode`)
+        const page = await Promise.race([
+          reader.listEvents({ dir: 'desc', limit: 3, tenantIds: ['list'] }),
+          new Promise<'blocked'>((resolve) => setTimeout(() => resolve('blocked'), 10_000)),
+        ])
+        expect(page === 'blocked' ? page : page.map((r) => r.event_id)).toEqual(['tomorrow', 'today', 'late', 'd2e5'])
+        const deeper = reader.listEvents({ dir: 'desc', limit: 8, tenantIds: ['list'] })
+        waiting = deeper
+        expect(await Promise.race([deeper.then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 500))])).toBe('waiting')
+      })
+      // Answered once the locks are gone.
+      expect(((await waiting) as { event_id: string }[]).map((r) => r.event_id)).toEqual(order.slice(0, 9))
+    } finally {
+      await reader.close()
+      await lock.end()
+    }
   })
 
   it('drops a day that an interrupted pass left detached', async () => {
