@@ -23,6 +23,7 @@ runScenario(async (ctx) => {
         [`${layout}P50`]: r.p50,
         [`${layout}P99`]: r.p99,
         [`${layout}QuietP99`]: r.quietP99,
+        [`${layout}LivePassMs`]: r.livePassMs,
         [`${layout}Lost`]: r.lost,
       })
     }

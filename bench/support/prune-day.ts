@@ -42,6 +42,8 @@ export interface PruneDayFigures {
   p99: number
   max: number
   quietP99: number
+  /** How long the pass during live traffic took, ms. */
+  livePassMs: number
   lost: number
 }
 
@@ -83,18 +85,34 @@ async function deadTuples(sql: postgresJs.Sql): Promise<number> {
   return last
 }
 
-async function live(outflow: Outflow, sink: SinkHandle, { rate, live: liveEvents }: PruneDaySizes) {
-  return measureLatency(sink, {
+/**
+ * Live traffic on a warm engine: `rate`/s for a second and a half unmeasured (an engine's first second is slow with
+ * or without a prune), then `live` events measured. With `prune`, the engine's pruner makes a pass two seconds into
+ * the measured traffic, as a pass on its interval would; answers how long that pass took, ms.
+ */
+async function live(outflow: Outflow, sink: SinkHandle, { rate, live: liveEvents }: PruneDaySizes, prune: boolean) {
+  const fire = (i: number, t: number) => outflow.publish({ tenant_id: tenantId, topic: 'bench', data: { n: i, t } })
+  await measureLatency(sink, { rate, count: Math.ceil(rate * 1.5), drainMs: 30_000, fire })
+  let pass: Promise<number> | undefined
+  const figures = await measureLatency(sink, {
     rate,
     count: liveEvents,
     drainMs: 30_000,
-    fire: (i, t) => outflow.publish({ tenant_id: tenantId, topic: 'bench', data: { n: i, t } }),
+    fire: (i, t) => {
+      if (prune && i === Math.min(rate * 2, Math.floor(liveEvents / 4))) {
+        const started = performance.now()
+        pass = outflow.prune().then(() => performance.now() - started)
+      }
+      return fire(i, t)
+    },
   })
+  return { ...figures, passMs: pass ? await pass : Number.NaN }
 }
 
 /**
  * Prune one seeded day of `sizes.events` delivered events on `layout`, in a database of its own on `cluster`: the
- * pass alone (worker off), then live traffic while the same day, seeded again, is pruned, and without pruning.
+ * pass alone (worker off), then live traffic on a warm engine without pruning, and while the same day, seeded
+ * again, is pruned by that engine's pass.
  *
  * @example
  * const plain = await measurePruneDay(cluster, 'plain', sink, { events: 260_000, rate: 500, live: 8_000 }, console.error)
@@ -123,18 +141,16 @@ export async function measurePruneDay(cluster: Cluster, layout: PruneLayout, sin
     await sql`vacuum events, deliveries, attempts`
     const vacuumMs = performance.now() - v0
     log(`${layout}: pruned ${pruned.events} events in ${seconds.toFixed(2)} s, ${(walBytes / 1e6).toFixed(1)} MB of WAL, ${dead} dead tuples, VACUUM ${vacuumMs.toFixed(0)} ms`)
-    // (2) Live traffic without pruning, then while the same day is pruned again.
-    outflow = await open(url, layout, sink.url, false)
-    const quiet = await live(outflow, sink, sizes)
-    await outflow.close()
-    // The same day again (its rows were pruned), pruned with live traffic this time.
+    // (2) Live traffic without pruning, then while the same day is pruned again: an engine with retention (its
+    // first pass, at its start, finds nothing to prune), the day seeded beside it, a pass two seconds into traffic.
+    outflow = await open(url, layout, sink.url, true)
+    const quiet = await live(outflow, sink, sizes, false)
     await seedDay(url, destinationId, sizes, log)
     await sql`checkpoint`
-    outflow = await open(url, layout, sink.url, true)
-    const during = await live(outflow, sink, sizes)
+    const during = await live(outflow, sink, sizes, true)
     await outflow.close()
-    log(`${layout}: live p99 ${during.p99.toFixed(2)} ms while pruning (${quiet.p99.toFixed(2)} ms without), lost ${during.lost}`)
-    return { layout, seconds, eventsPerSec: events / seconds, walBytes, deadTuples: dead, vacuumMs, p50: during.p50, p99: during.p99, max: during.max, quietP99: quiet.p99, lost: during.lost }
+    log(`${layout}: live p99 ${during.p99.toFixed(2)} ms while pruning (${quiet.p99.toFixed(2)} ms without; the pass took ${during.passMs.toFixed(0)} ms), lost ${during.lost}`)
+    return { layout, seconds, eventsPerSec: events / seconds, walBytes, deadTuples: dead, vacuumMs, p50: during.p50, p99: during.p99, max: during.max, quietP99: quiet.p99, livePassMs: during.passMs, lost: during.lost }
   } finally {
     await sql.end()
   }
