@@ -124,6 +124,19 @@ export async function eventMetrics(ctx: SqlContext, q: EventMetricsRequest): Pro
   })
 }
 
+/** What attempt metrics count. */
+function attemptMeasures(a: SqlContext['tables']['attempts']) {
+  return {
+    count: count(),
+    successful: countIf(sql`${a.status} = 'success'`),
+    failed: countIf(sql`${a.status} = 'failed'`),
+    first_attempts: countIf(sql`${a.attempt_number} = 1 and not ${a.manual}`),
+    retries: countIf(sql`${a.attempt_number} > 1`),
+    manual_retries: countIf(sql`${a.manual}`),
+    attempt_number_sum: sql<number>`coalesce(sum(${a.attempt_number}), 0)`.mapWith(Number),
+  }
+}
+
 export async function attemptMetrics(ctx: SqlContext, q: AttemptMetricsRequest): Promise<AttemptMetricsRow[]> {
   const { attempts: a } = ctx.tables
   const columns = {
@@ -151,18 +164,9 @@ export async function attemptMetrics(ctx: SqlContext, q: AttemptMetricsRequest):
     f.manual === undefined ? undefined : eq(a.manual, f.manual),
     f.attempt_number?.length ? inArray(a.attempt_number, f.attempt_number) : undefined,
   )
-  const measures = {
-    count: count(),
-    successful: countIf(sql`${a.status} = 'success'`),
-    failed: countIf(sql`${a.status} = 'failed'`),
-    first_attempts: countIf(sql`${a.attempt_number} = 1 and not ${a.manual}`),
-    retries: countIf(sql`${a.attempt_number} > 1`),
-    manual_retries: countIf(sql`${a.manual}`),
-    attempt_number_sum: sql<number>`coalesce(sum(${a.attempt_number}), 0)`.mapWith(Number),
-  }
   const rows = await ctx.run((db) =>
     db
-      .select({ ...g.fields, ...measures })
+      .select({ ...g.fields, ...attemptMeasures(a) })
       .from(a)
       .where(where)
       .groupBy(...g.groupBy)
