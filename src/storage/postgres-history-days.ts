@@ -1,8 +1,8 @@
 import type PostgresJs from 'postgres'
-import { skewMs, type SettledDay } from './settled-days.js'
+import type { SettledDay } from './listing-days.js'
 import { partitionDays } from './postgres-partitions.js'
 
-// Which day partitions a listing may leave out (settled-days.ts), and the event times each holds. An event goes to
+// Which day partitions a listing may leave out (listing-days.ts), and the event times each holds. An event goes to
 // the day of its created_at, the publishing engine's clock at the publish. So a day can still gain events while any
 // engine's clock is in it, and a publish in a host's transaction is seen only at its commit: a day is settled an
 // hour after it ends (`skewMs`), and a day that starts more than an hour from now is empty. The days' times are read
@@ -10,6 +10,8 @@ import { partitionDays } from './postgres-partitions.js'
 // missing from pages its day was left out of for a minute at most.
 
 const day = 86_400_000
+/** How far apart two engines' clocks, or a publish and its commit, may be. */
+export const skewMs = 3_600_000
 /** How long the days' times are used before they are read again. */
 const refreshMs = 60_000
 

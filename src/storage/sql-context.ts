@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, sql, type SQL, type Column } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { KeysetPosition, KeysetRequest } from '../model/pagination.js'
 import type { qualifiedPostgresTables } from './schema/postgres.js'
-import type { SettledDay } from './settled-days.js'
+import type { SettledDay } from './listing-days.js'
 import type { AttemptWrite, ClaimedDelivery, ClaimRequest, InsertEventResult, NewEventWithDeliveries, PruneBatch, PruneRequest } from './storage.js'
 
 /**
@@ -32,7 +32,7 @@ export interface SqlContext {
    * by shard group, in `db`'s transaction, and returns the condition naming them (see deliveriesLocked).
    */
   deliveryLocks?(db: Db, where: SQL | undefined): Promise<SQL>
-  /** On the partitioned layout: the days whose event times are final, which a listing may leave out (settled-days.ts). */
+  /** On the partitioned layout: the days whose event times are final, which a listing may leave out (listing-days.ts). */
   settledDays?(): Promise<SettledDay[]>
 }
 

@@ -1,7 +1,6 @@
 import { and, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import type { Granularity } from '../model/metrics.js'
-import { daysAfter, daysOutsideTimes, leavingOut } from './settled-days.js'
 import type { SqlContext } from './sql-context.js'
 import type { AttemptMetricsRequest, AttemptMetricsRow, EventMetricsRequest, EventMetricsRow, MetricsWindow } from './storage.js'
 
@@ -99,12 +98,9 @@ export async function eventMetrics(ctx: SqlContext, q: EventMetricsRequest): Pro
   const columns = { tenant_id: e.tenant_id, topic: e.topic, destination_id: d.destination_id }
   const g = grouping(ctx, e.time, q, q.dimensions.map((name) => [name, columns[name]]))
   const { tenant_id, topic, destination_id } = q.filters
-  // The partitioned layout: settled days with no event in the window are left out (settled-days.ts).
-  const outside = daysOutsideTimes((await ctx.settledDays?.()) ?? [], q.start, q.end)
-  const ofEvent = and(eq(d.tenant_id, e.tenant_id), eq(d.event_id, e.id), leavingOut(d.event_created_at, outside))
+  const ofEvent = and(eq(d.tenant_id, e.tenant_id), eq(d.event_id, e.id))
   const where = and(
     g.range,
-    leavingOut(e.created_at, outside),
     tenant_id?.length ? tenantIn(ctx, e.tenant_id, tenant_id) : undefined,
     topic?.length ? inArray(e.topic, topic) : undefined,
     destination_id?.length
@@ -124,19 +120,6 @@ export async function eventMetrics(ctx: SqlContext, q: EventMetricsRequest): Pro
   })
 }
 
-/** What attempt metrics count. */
-function attemptMeasures(a: SqlContext['tables']['attempts']) {
-  return {
-    count: count(),
-    successful: countIf(sql`${a.status} = 'success'`),
-    failed: countIf(sql`${a.status} = 'failed'`),
-    first_attempts: countIf(sql`${a.attempt_number} = 1 and not ${a.manual}`),
-    retries: countIf(sql`${a.attempt_number} > 1`),
-    manual_retries: countIf(sql`${a.manual}`),
-    attempt_number_sum: sql<number>`coalesce(sum(${a.attempt_number}), 0)`.mapWith(Number),
-  }
-}
-
 export async function attemptMetrics(ctx: SqlContext, q: AttemptMetricsRequest): Promise<AttemptMetricsRow[]> {
   const { attempts: a } = ctx.tables
   const columns = {
@@ -153,8 +136,6 @@ export async function attemptMetrics(ctx: SqlContext, q: AttemptMetricsRequest):
   const f = q.filters
   const where = and(
     g.range,
-    // The partitioned layout: days whose attempts were all delivered after the window are left out.
-    leavingOut(a.event_created_at, daysAfter((await ctx.settledDays?.()) ?? [], q.end)),
     f.tenant_id?.length ? tenantIn(ctx, a.tenant_id, f.tenant_id) : undefined,
     f.destination_id?.length ? inArray(a.destination_id, f.destination_id) : undefined,
     f.destination_type?.length ? inArray(a.destination_type, f.destination_type) : undefined,
@@ -164,9 +145,18 @@ export async function attemptMetrics(ctx: SqlContext, q: AttemptMetricsRequest):
     f.manual === undefined ? undefined : eq(a.manual, f.manual),
     f.attempt_number?.length ? inArray(a.attempt_number, f.attempt_number) : undefined,
   )
+  const measures = {
+    count: count(),
+    successful: countIf(sql`${a.status} = 'success'`),
+    failed: countIf(sql`${a.status} = 'failed'`),
+    first_attempts: countIf(sql`${a.attempt_number} = 1 and not ${a.manual}`),
+    retries: countIf(sql`${a.attempt_number} > 1`),
+    manual_retries: countIf(sql`${a.manual}`),
+    attempt_number_sum: sql<number>`coalesce(sum(${a.attempt_number}), 0)`.mapWith(Number),
+  }
   const rows = await ctx.run((db) =>
     db
-      .select({ ...g.fields, ...attemptMeasures(a) })
+      .select({ ...g.fields, ...measures })
       .from(a)
       .where(where)
       .groupBy(...g.groupBy)

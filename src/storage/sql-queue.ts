@@ -1,7 +1,7 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lte, lt, min, ne, or, sql, type SQL } from 'drizzle-orm'
 import { deliveriesLocked, keysetPlan, listedDelivery, runLocking, type Db, type SqlContext } from './sql-context.js'
 import { promoteHeads } from './sql-ordering.js'
-import { leavingOut, pageOverDays, type SettledDay } from './settled-days.js'
+import { leavingOut, pageOverDays, type SettledDay } from './listing-days.js'
 import type {
   AttemptRecord,
   AttemptWrite,
@@ -225,7 +225,7 @@ export async function listEvents(ctx: SqlContext, q: EventListRequest): Promise<
         .orderBy(...plan.orderBy)
         .limit(q.limit + 1),
     ) as Promise<EventRow[]>
-  // The partitioned layout: days whose event times cannot reach the page are left out (settled-days.ts).
+  // The partitioned layout: days whose event times cannot reach the page are left out (listing-days.ts).
   const days = (await ctx.settledDays?.()) ?? []
   const rows = days.length ? await pageOverDays(q, days, read) : await read([])
   return plan.reverse ? rows.reverse() : rows

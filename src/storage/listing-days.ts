@@ -10,8 +10,6 @@ import type { EventListRequest, EventRow } from './storage.js'
 // fills the page and its last row is later (earlier, reading upwards) than the latest time of each day left out, no
 // row of those days belongs on it. Otherwise a second read takes the days that can reach the page: after a full
 // page, those reaching its last row; else all. Two reads at most; the page is exactly the full listing's.
-// Metrics over a time window leave out the same way the days with no event in it (events), or whose attempts
-// were all delivered after it (attempts).
 
 /** A day partition whose event times are known and final (see postgres-history-days.ts): created_at in [from, to). */
 export interface SettledDay {
@@ -19,22 +17,6 @@ export interface SettledDay {
   to: Date
   /** The earliest and latest event time of the day's events, ms; null when it has none. */
   times: { min: number; max: number } | null
-}
-
-/** How far apart two engines' clocks, or a publish and its commit, may be (see postgres-history-days.ts). */
-export const skewMs = 3_600_000
-
-/** The days none of whose events has a time in [start, end): what an events metrics query leaves out. */
-export function daysOutsideTimes(days: SettledDay[], start: Date, end: Date): SettledDay[] {
-  return days.filter((d) => d.times === null || d.times.max < start.getTime() || d.times.min >= end.getTime())
-}
-
-/**
- * The days none of whose attempts can be delivered before `end`: an attempt follows its event's publish, so a day's
- * attempts are delivered from its start on (less the clocks' skew). What an attempts metrics query leaves out.
- */
-export function daysAfter(days: SettledDay[], end: Date): SettledDay[] {
-  return days.filter((d) => d.times === null || d.from.getTime() - skewMs >= end.getTime())
 }
 
 /** Which way a page reads event times, and the times its rows may have (inclusive, ms; undefined: unbounded). */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { daysAfter, daysOutsideTimes, pageOverDays, skewMs, type SettledDay } from '../../src/storage/settled-days.js'
+import { pageOverDays, type SettledDay } from '../../src/storage/listing-days.js'
 import type { EventListRequest, EventRow } from '../../src/storage/storage.js'
 
 // The events listing on the partitioned layout leaves out days whose event times cannot reach the page
-// (settled-days.ts). Checked against a listing over every day, on events whose times follow their days and on
+// (listing-days.ts). Checked against a listing over every day, on events whose times follow their days and on
 // events with any time at all.
 
 const day = 86_400_000
@@ -154,25 +154,5 @@ describe('a listing page over settled days', () => {
     expect(page[0]!.event_id).toBe('late')
     // Day 0 and day 3 (not settled) give 11 rows; the second read takes days 1 and 2 too.
     expect(leftOut).toEqual([2, 0])
-  })
-})
-
-describe('the days a metrics window leaves out', () => {
-  const at = (ms: number) => new Date(ms)
-  const dayAt = (d: number, times: [number, number] | null): SettledDay => ({ from: at(day1 + d * day), to: at(day1 + (d + 1) * day), times: times && { min: times[0], max: times[1] } })
-  const days = [dayAt(0, [day1, day1 + day - 1]), dayAt(1, [day1 + day, day1 + 5 * day]), dayAt(2, null), dayAt(3, [day1 + 3 * day, day1 + 3 * day + 10]), dayAt(5, [day1 + 5 * day, day1 + 6 * day])]
-
-  it('events: every day with no event time in [start, end), by its times rather than its date', () => {
-    // A window over day 4: day 1 has an event timed on day 5 and stays; day 5's first event is at the window's end.
-    const out = daysOutsideTimes(days, at(day1 + 4 * day), at(day1 + 5 * day))
-    expect(out.map((d) => (d.from.getTime() - day1) / day)).toEqual([0, 2, 3, 5])
-    // The window's start is inclusive: a day whose last time is the start stays.
-    expect(daysOutsideTimes(days, at(day1 + 3 * day + 10), at(day1 + 4 * day)).map((d) => (d.from.getTime() - day1) / day)).toEqual([0, 2, 5])
-  })
-
-  it('attempts: every day that starts an hour or more after the window ends, and the empty ones', () => {
-    const out = daysAfter(days, at(day1 + 3 * day - skewMs))
-    expect(out.map((d) => (d.from.getTime() - day1) / day)).toEqual([2, 3, 5])
-    expect(daysAfter(days, at(day1 + 3 * day - skewMs + 1)).map((d) => (d.from.getTime() - day1) / day)).toEqual([2, 5])
   })
 })
