@@ -15,6 +15,8 @@ export const skewMs = 3_600_000
 /** How long the days' times are used before they are read again. */
 const refreshMs = 60_000
 
+type Bound = <T>(work: () => Promise<T>) => Promise<T>
+
 interface DayTimes extends SettledDay {
   /** When its times were read, ms. */
   readAt: number
@@ -24,7 +26,7 @@ interface DayTimes extends SettledDay {
  * The settled days of a schema on the partitioned layout, with their event times (none on the plain layout). A
  * failed read leaves nothing out: listings then read every day, as on a schema without settled days.
  */
-export function settledDays(client: PostgresJs.Sql, schema: string, partitioned: () => Promise<boolean>, bound: <T>(work: () => Promise<T>) => Promise<T>) {
+export function settledDays(client: PostgresJs.Sql, schema: string, partitioned: () => Promise<boolean>, bound: Bound) {
   let known: DayTimes[] = []
   let readAt = -Infinity
   let reading: Promise<void> | undefined
@@ -33,16 +35,18 @@ export function settledDays(client: PostgresJs.Sql, schema: string, partitioned:
     known = await bound(() => dayTimes(client, schema, at))
     readAt = at
   }
-  return async (): Promise<SettledDay[]> => {
-    if (!(await partitioned())) return []
+  // `wait`: the caller's bound (an API request's is shorter than the storage's own), so a slow read of the days
+  // never holds a request past its deadline: the listing then reads every day, under the same bound.
+  return async (wait: Bound = bound): Promise<SettledDay[]> => {
     const now = Date.now()
-    if (now - readAt > refreshMs) {
-      reading ??= refresh().finally(() => (reading = undefined))
-      try {
-        await reading
-      } catch {
-        return []
+    try {
+      if (!(await wait(partitioned))) return []
+      if (now - readAt > refreshMs) {
+        const shared = (reading ??= refresh().finally(() => (reading = undefined)))
+        await wait(() => shared)
       }
+    } catch {
+      return []
     }
     return known.filter((d) => d.to.getTime() + skewMs <= d.readAt || (d.times === null && d.from.getTime() > now + skewMs))
   }

@@ -183,13 +183,13 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       options.citus ? Promise.reject(citusKeepsPlainHistory()) : partitionPostgresHistory(connect, route.directUrl, schemaName, progress, claimsByTenant).finally(() => partitions.migrated())
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
-      const context = { ...sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound), settledDays: partitions.settledDays, ...(shards && { deliveryLocks: deliveryLocks(tables, shards) }) }
+      const context = { ...sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound), settledDays: () => partitions.settledDays(bound), ...(shards && { deliveryLocks: deliveryLocks(tables, shards) }) }
       const shared = createSqlStorage(context, lifecycle)
       const perDelivery = perDeliveryCalls({ tables, driver, txClient, schemaName, shards, partitioned: partitions.partitioned, claimsByTenant }, shared, bound)
       const storage: Storage = { ...shared, ...perDelivery, prunePartitions: partitions.prune, partitionHistory, ...(shards && { readsEveryShard: true }) }
       if (!replica) return storage
       // Listings and metrics only: single statements, no transaction.
-      const fromReplica = createSqlStorage({ ...sqlContext({ db: replica.db, txDb: replica.db }, { tables, hotPath, workChannel }, bound), settledDays: partitions.settledDays }, lifecycle)
+      const fromReplica = createSqlStorage({ ...sqlContext({ db: replica.db, txDb: replica.db }, { tables, hotPath, workChannel }, bound), settledDays: () => partitions.settledDays(bound) }, lifecycle)
       return readingFromReplica(storage, fromReplica, router, () => bound(() => replicaLag(replica.client)))
     }
     // Not enumerable: a storage a host or a test wraps with `{ ...storage, … }` keeps one bound for every call,

@@ -213,6 +213,29 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
     }
   })
 
+  it("answers a caller within the caller's deadline when the days' times cannot be read", async () => {
+    const first = day1 + 70 * day
+    await makeDays(first)
+    // A caller's calls give up after 1 s, the storage's own after 20 s; the first listing reads the days' times.
+    const reader = await postgres({ url: db.url, max: 2, timeoutMs: 20_000, requestTimeoutMs: 1_000 })()
+    const lock = postgresJs(db.url, { max: 1, onnotice: () => {} })
+    try {
+      await lock.begin(async (tx) => {
+        await tx.unsafe(`lock table events_p${dayName(first)} in access exclusive mode`)
+        const listing = reader.forCallers!.listEvents({ dir: 'desc', limit: 5, tenantIds: ['list'] })
+        const outcome = await Promise.race([
+          listing.then(() => 'answered', (err: { code?: string }) => err.code),
+          new Promise((resolve) => setTimeout(() => resolve('still waiting'), 8_000)),
+        ])
+        // Unavailable (503) after the caller's deadline, not the storage's.
+        expect(outcome).toBe('unavailable')
+      })
+    } finally {
+      await reader.close()
+      await lock.end()
+    }
+  })
+
   it('drops a day that an interrupted pass left detached', async () => {
     const day40 = day1 + 40 * day
     await makeDays(day40)
