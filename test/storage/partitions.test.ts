@@ -52,6 +52,20 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
   const exists = async (name: string) => (await sql<{ found: boolean }[]>`select to_regclass(${name}) is not null as found`)[0]!.found
   /** Make the partitions of `from`'s day and the 7 after it, dropping nothing. */
   const makeDays = (from: number) => s.prunePartitions!({ before: at(0), now: at(from) })
+  /** `call`'s answer, or `late` if it has none within `ms` (a statement waiting for locks held below). */
+  const within = <T, L extends string>(ms: number, call: Promise<T>, late: L) =>
+    Promise.race([call, new Promise<L>((resolve) => setTimeout(() => resolve(late), ms))])
+  /** Run `body` with a storage opened now (it reads the days' times on its first listing) and a session to lock with. */
+  async function withReader(options: { timeoutMs?: number; requestTimeoutMs?: number }, body: (reader: Storage, lock: postgresJs.Sql) => Promise<void>) {
+    const reader = await postgres({ url: db.url, max: 2, ...options })()
+    const lock = postgresJs(db.url, { max: 1, onnotice: () => {} })
+    try {
+      await body(reader, lock)
+    } finally {
+      await reader.close()
+      await lock.end()
+    }
+  }
 
   it('migrate() makes the partitions of today and the next 7 days, beside a DEFAULT partition', async () => {
     const today = Math.floor(Date.now() / day) * day
@@ -169,9 +183,7 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
     const order = ['tomorrow', 'today', 'late', ...[2, 1, 0].flatMap((d) => [5, 4, 3, 2, 1].map((i) => `d${d}e${i}`))]
 
     // A storage opened now knows every day's times (read on its first listing, then every minute).
-    const reader = await postgres({ url: db.url, max: 2 })()
-    const lock = postgresJs(db.url, { max: 1, onnotice: () => {} })
-    try {
+    await withReader({}, async (reader, lock) => {
       const walk = async (dir: 'asc' | 'desc', limit: number) => {
         const ids: string[] = []
         let after: [number, string, string] | undefined
@@ -196,44 +208,30 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
       let waiting: Promise<unknown> | undefined
       await lock.begin(async (tx) => {
         for (const table of ['events', 'deliveries']) for (const d of [0, 1]) await tx.unsafe(`lock table ${table}_p${dayName(first + d * day)} in access exclusive mode`)
-        const page = await Promise.race([
-          reader.listEvents({ dir: 'desc', limit: 3, tenantIds: ['list'] }),
-          new Promise<'blocked'>((resolve) => setTimeout(() => resolve('blocked'), 10_000)),
-        ])
+        const page = await within(10_000, reader.listEvents({ dir: 'desc', limit: 3, tenantIds: ['list'] }), 'blocked')
         expect(page === 'blocked' ? page : page.map((r) => r.event_id)).toEqual(['tomorrow', 'today', 'late', 'd2e5'])
         const deeper = reader.listEvents({ dir: 'desc', limit: 8, tenantIds: ['list'] })
         waiting = deeper
-        expect(await Promise.race([deeper.then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 500))])).toBe('waiting')
+        expect(await within(500, deeper.then(() => 'answered'), 'waiting')).toBe('waiting')
       })
       // Answered once the locks are gone.
       expect(((await waiting) as { event_id: string }[]).map((r) => r.event_id)).toEqual(order.slice(0, 9))
-    } finally {
-      await reader.close()
-      await lock.end()
-    }
+    })
   })
 
   it("answers a caller within the caller's deadline when the days' times cannot be read", async () => {
     const first = day1 + 70 * day
     await makeDays(first)
     // A caller's calls give up after 1 s, the storage's own after 20 s; the first listing reads the days' times.
-    const reader = await postgres({ url: db.url, max: 2, timeoutMs: 20_000, requestTimeoutMs: 1_000 })()
-    const lock = postgresJs(db.url, { max: 1, onnotice: () => {} })
-    try {
-      await lock.begin(async (tx) => {
+    await withReader({ timeoutMs: 20_000, requestTimeoutMs: 1_000 }, (reader, lock) =>
+      lock.begin(async (tx) => {
         await tx.unsafe(`lock table events_p${dayName(first)} in access exclusive mode`)
         const listing = reader.forCallers!.listEvents({ dir: 'desc', limit: 5, tenantIds: ['list'] })
-        const outcome = await Promise.race([
-          listing.then(() => 'answered', (err: { code?: string }) => err.code),
-          new Promise((resolve) => setTimeout(() => resolve('still waiting'), 8_000)),
-        ])
+        const outcome = await within(8_000, listing.then(() => 'answered', (err: { code?: string }) => err.code), 'still waiting')
         // Unavailable (503) after the caller's deadline, not the storage's.
         expect(outcome).toBe('unavailable')
-      })
-    } finally {
-      await reader.close()
-      await lock.end()
-    }
+      }),
+    )
   })
 
   it('drops a day that an interrupted pass left detached', async () => {
