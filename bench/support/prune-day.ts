@@ -135,12 +135,16 @@ export async function measurePruneDay(cluster: Cluster, layout: PruneLayout, sin
     const seconds = (performance.now() - t0) / 1000
     const walBytes = Number((await walLsn(sql)) - wal0)
     await outflow.close()
-    if (pruned.events !== events) throw new Error(`${layout}: pruned ${pruned.events} of ${events}`)
+    // A day dropped whole is counted from the planner's statistics (the seed analyzes), so allow an estimate;
+    // that nothing of the day is left is checked exactly.
+    const [{ left }] = await sql<[{ left: number }]>`select count(*)::int as left from events`
+    const off = Math.abs(pruned.events - events)
+    if (left !== 0 || (pruned.estimated ? off > events * 0.05 : off !== 0)) throw new Error(`${layout}: pruned ${pruned.events} of ${events}, ${left} left`)
     const dead = await deadTuples(sql)
     const v0 = performance.now()
     await sql`vacuum events, deliveries, attempts`
     const vacuumMs = performance.now() - v0
-    log(`${layout}: pruned ${pruned.events} events in ${seconds.toFixed(2)} s, ${(walBytes / 1e6).toFixed(1)} MB of WAL, ${dead} dead tuples, VACUUM ${vacuumMs.toFixed(0)} ms`)
+    log(`${layout}: pruned ${pruned.events}${pruned.estimated ? ' (estimated)' : ''} events in ${seconds.toFixed(2)} s, ${(walBytes / 1e6).toFixed(1)} MB of WAL, ${dead} dead tuples, VACUUM ${vacuumMs.toFixed(0)} ms`)
     // (2) Live traffic without pruning, then while the same day is pruned again: an engine with retention (its
     // first pass, at its start, finds nothing to prune), the day seeded beside it, a pass two seconds into traffic.
     outflow = await open(url, layout, sink.url, true)

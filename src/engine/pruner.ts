@@ -13,6 +13,11 @@ export interface PruneResult {
   attempts: number
   /** Whether another instance held the pruner lock, so this pass deleted nothing. */
   locked: boolean
+  /**
+   * Whether the counts include a day dropped whole (partitioned layout) whose rows were estimated from the
+   * planner's statistics rather than counted: a partition of 8 MB or more is not scanned before its drop.
+   */
+  estimated: boolean
 }
 
 export interface PrunerOptions {
@@ -90,7 +95,7 @@ export class Pruner {
   }
 
   async #pass(): Promise<PruneResult> {
-    const total: PruneResult = { events: 0, deliveries: 0, attempts: 0, locked: false }
+    const total: PruneResult = { events: 0, deliveries: 0, attempts: 0, locked: false, estimated: false }
     const release = this.#storage.lockPruner ? await this.#storage.lockPruner() : async () => {}
     if (!release) return { ...total, locked: true }
     try {
@@ -129,6 +134,7 @@ export class Pruner {
       total.events += day.events
       total.deliveries += day.deliveries
       total.attempts += day.attempts
+      total.estimated ||= day.estimated
       this.#options.logger.info({ ...day }, 'retention: dropped a day of partitions')
     }
   }

@@ -68,6 +68,11 @@ export interface DroppedDay {
   events: number
   deliveries: number
   attempts: number
+  /**
+   * Whether a count is the planner's estimate rather than a count: a partition of 8 MB or more is not scanned
+   * before it is dropped.
+   */
+  estimated: boolean
 }
 
 export interface PruneRequest {

@@ -192,16 +192,43 @@ async function detachedDays(sql: PostgresJs.Sql, schema: string): Promise<string
   return [...new Set(rows.map((r) => r.name.slice(-8)))]
 }
 
-/** Count a detached day's rows and drop its partitions (nobody else reads a detached table). */
+/**
+ * A detached partition this size or larger is not scanned to count its rows before the drop: its count is the
+ * planner's estimate. Scanning a day of 260,000 events took 20–43 ms a table, half of a pass's time, while live
+ * traffic waited for the same 2 cores. Below it (8 MB), counting takes a few ms and is exact.
+ */
+const countedBelowPages = 1024
+
+/** Count a detached day's rows (estimated when big, see `rowsOf`) and drop its partitions (nobody else reads a detached table). */
 async function countAndDrop(sql: PostgresJs.Sql, schema: string, name: string): Promise<DroppedDay> {
-  const result: DroppedDay = { day: name, events: 0, deliveries: 0, attempts: 0 }
+  const result: DroppedDay = { day: name, events: 0, deliveries: 0, attempts: 0, estimated: false }
   for (const t of partitionedTables) {
     const partition = partitionOf(schema, t.name, `p${name}`)
-    const [row] = await sql.unsafe(`select to_regclass('${partition.replaceAll("'", "''")}') is not null as present`)
-    if (!row?.present) continue
-    const [count] = await sql.unsafe(`select count(*)::int as n from ${partition}`)
-    result[t.name] = count?.n as number
+    const rows = await rowsOf(sql, partition)
+    if (!rows) continue
+    result[t.name] = rows.n
+    result.estimated ||= rows.estimated
     await sql.unsafe(`drop table ${partition}`)
   }
   return result
+}
+
+/**
+ * The rows of a partition, or undefined when it does not exist. A big one's count is estimated as the planner
+ * does: the rows per page of its last VACUUM or ANALYZE times its pages now, else the statistics' live rows.
+ * It is counted when small, or when it has neither (never analyzed, statistics reset by a crash).
+ */
+async function rowsOf(sql: PostgresJs.Sql, partition: string): Promise<{ n: number; estimated: boolean } | undefined> {
+  const [row] = await sql<{ tuples: number; analyzedPages: number; live: number | null; pages: number }[]>`
+    select c.reltuples::float8 as tuples, c.relpages as "analyzedPages", s.n_live_tup::float8 as live,
+        (pg_relation_size(c.oid) / current_setting('block_size')::int)::float8 as pages
+      from pg_class c left join pg_stat_user_tables s on s.relid = c.oid where c.oid = to_regclass(${partition})`
+  if (!row) return undefined
+  const { tuples, analyzedPages, live, pages } = row
+  if (pages >= countedBelowPages) {
+    if (tuples >= 0 && analyzedPages > 0) return { n: Math.round((tuples / analyzedPages) * pages), estimated: true }
+    if (live && live > 0) return { n: live, estimated: true }
+  }
+  const [count] = await sql.unsafe(`select count(*)::int as n from ${partition}`)
+  return { n: count?.n as number, estimated: false }
 }

@@ -61,7 +61,7 @@ for (const kind of engineKinds()) {
       await waitFor(async () => (await outflow.listEvents('r1')).models.length === 3, 10_000, 'three attempted events')
 
       const result = await outflow.prune()
-      expect(result).toEqual({ events: 1, deliveries: 1, attempts: 1, locked: false })
+      expect(result).toEqual({ events: 1, deliveries: 1, attempts: 1, locked: false, estimated: false })
       expect((await outflow.listEvents('r1')).models.map((e) => e.id).sort()).toEqual(['old-pending', 'recent'])
       expect(await outflow.getEvent('r1', 'old-pending', { destination_id: failing.id })).toMatchObject({ status: 'failed' })
       expect(await outflow.listDeliveries('r1', 'recent')).toHaveLength(1)
@@ -132,7 +132,7 @@ describe.runIf(postgresAvailable)('retention: two engines on one Postgres', () =
     // A's pruner holds the lock (its pass is running): B's pass does nothing.
     const release = await a.storage.lockPruner!()
     try {
-      expect(await b.prune()).toEqual({ events: 0, deliveries: 0, attempts: 0, locked: true })
+      expect(await b.prune()).toEqual({ events: 0, deliveries: 0, attempts: 0, locked: true, estimated: false })
       expect(await stored(b, 'two')).toBe(20)
     } finally {
       await release!()
@@ -158,9 +158,9 @@ describe.runIf(postgresAvailable)('retention: two engines on one Postgres', () =
     const threeDaysAgo = new Date(Date.now() - 3 * day)
     await outflow.storage.prunePartitions!({ before: new Date(0), now: threeDaysAgo })
     await seedDelivered(outflow.storage, 'days', 30, 3)
-    expect(await outflow.prune()).toMatchObject({ events: 30, deliveries: 30, attempts: 30, locked: false })
+    expect(await outflow.prune()).toMatchObject({ events: 30, deliveries: 30, attempts: 30, locked: false, estimated: false })
     const dropped = logged.filter((l) => l.message === 'retention: dropped a day of partitions' && l.fields.events === 30)
-    expect(dropped).toEqual([{ message: 'retention: dropped a day of partitions', fields: { day: threeDaysAgo.toISOString().slice(0, 10).replaceAll('-', ''), events: 30, deliveries: 30, attempts: 30 } }])
+    expect(dropped).toEqual([{ message: 'retention: dropped a day of partitions', fields: { day: threeDaysAgo.toISOString().slice(0, 10).replaceAll('-', ''), events: 30, deliveries: 30, attempts: 30, estimated: false } }])
     expect(await stored(outflow, 'days')).toBe(0)
   })
 
