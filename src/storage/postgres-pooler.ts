@@ -76,8 +76,9 @@ export function poolSettings(route: PostgresRoute, timeoutMs: number, purpose: '
       // of its batch: half the end-to-end rate at 30,000 stored deliveries) until an ANALYZE happens to replan it.
       // A plan made for each run's values costs planning on every run: at 500 events/s (pg_stat_statements with
       // track_planning, 2026-11-28) 2.5 ms per results write and 0.9 ms per publish, 0.44 of the 0.85 core the
-      // server's backends used. With plan_cache_mode auto and the tables analyzed, planning went but the generic plans ran slower
-      // (results 3.7 ms instead of 0.9, publish 1.2 instead of 0.46): more server time in all, the same p99.
+      // server's backends used. With plan_cache_mode auto and the tables analyzed, planning went, but the generic
+      // plans ran slower (results 3.7 ms instead of 0.9, publish 1.2 instead of 0.46): more server time in all, and
+      // the same p99.
       connection: { ...common, statement_timeout: timeoutMs, plan_cache_mode: 'force_custom_plan' },
     }
   return {
