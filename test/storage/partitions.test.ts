@@ -245,27 +245,60 @@ describe.runIf(postgresAvailable)('postgres partitioned history', () => {
     expect(await stored('crash', 'x')).toBe(0)
   })
 
+  /** Events `from`…`from + rows` of a day, each about 1.5 kB (under the size at which Postgres moves a value out of the row): 7,000 fill 8 MB. */
+  async function fillDay(dayMs: number, from: number, rows: number) {
+    const data = { pad: 'x'.repeat(1500) }
+    for (let i = from; i < from + rows; i += 1_000) {
+      const ids = Array.from({ length: Math.min(1_000, from + rows - i) }, (_, k) => i + k)
+      await s.insertEvents(ids.map((n) => event('big', `e${dayMs}-${n}`, dayMs + n, [])).map((e) => ({ ...e, event: { ...e.event, data } })))
+    }
+  }
+  const dropDay = async (dayMs: number) => (await s.prunePartitions!({ before: at(dayMs + 2 * day), now: at(dayMs + 2 * day) })).find((d) => d.day === dayName(dayMs))
+  /**
+   * The statistics' live rows of a table, once every inserting session's counts have reached them (`rows`): a busy
+   * session sends its counts at most once a second, an idle one within 10 s.
+   */
+  async function liveRows(table: string, rows: number) {
+    const live = async () => (await sql<{ n: number }[]>`select n_live_tup::int as n from pg_stat_user_tables where relname = ${table}`)[0]?.n
+    const deadline = Date.now() + 30_000
+    while ((await live()) !== rows && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+    return live()
+  }
+
   it('estimates the rows of a big day from the planner statistics instead of scanning it, and counts a small one', async () => {
     const day50 = day1 + 50 * day
     await makeDays(day50)
-    // Rows of about 1.5 kB (under the size at which Postgres moves a value out of the row): 7,000 fill 8 MB.
-    const pad = 'x'.repeat(1500)
-    const batch = (from: number, n: number) =>
-      Array.from({ length: n }, (_, i) => event('big', `e${from + i}`, day50 + from + i, [])).map((e) => ({ ...e, event: { ...e.event, data: { pad } } }))
-    for (let i = 0; i < 7_000; i += 1_000) await s.insertEvents(batch(i, 1_000))
+    await fillDay(day50, 0, 7_000)
     await sql.unsafe(`analyze events_p${dayName(day50)}`)
     // Rows added after the statistics count too: the estimate scales the analyzed rows per page to the pages now.
-    await s.insertEvents(batch(7_000, 500))
+    await fillDay(day50, 7_000, 500)
     await s.insertEvents([event('big', 'with-delivery', day50 + 9_000, ['d1'])])
     await s.recordAttempts([attempt('big', 'with-delivery', 'd1', 'success', day50 + 10_000)])
 
-    const [dropped] = (await s.prunePartitions!({ before: at(day50 + 2 * day), now: at(day50 + 2 * day) })).filter((d) => d.day === dayName(day50))
+    const dropped = await dropDay(day50)
     expect(dropped?.estimated).toBe(true)
     expect(Math.abs(dropped!.events - 7_501)).toBeLessThan(7_501 * 0.05)
     // The small partitions are counted exactly.
     expect(dropped).toMatchObject({ deliveries: 1, attempts: 1 })
     expect(await exists(`events_p${dayName(day50)}`)).toBe(false)
   })
+
+  it('takes a big day never analyzed from the statistics live rows, and counts it when those were reset', async () => {
+    const [day80, day90] = [day1 + 80 * day, day1 + 90 * day]
+    for (const d of [day80, day90]) {
+      await makeDays(d)
+      await sql.unsafe(`alter table events_p${dayName(d)} set (autovacuum_enabled = false)`)
+      await fillDay(d, 0, 7_000)
+    }
+    for (const d of [day80, day90]) expect(await liveRows(`events_p${dayName(d)}`, 7_000)).toBe(7_000)
+    const [never] = await sql<{ tuples: number }[]>`select reltuples::int as tuples from pg_class where relname = ${`events_p${dayName(day80)}`}`
+    expect(never!.tuples).toBe(-1)
+    expect(await dropDay(day80)).toMatchObject({ events: 7_000, estimated: true })
+    // Statistics reset (as a crash does) and never analyzed: nothing to estimate from, so the day is counted.
+    await sql.unsafe(`select pg_stat_reset_single_table_counters('events_p${dayName(day90)}'::regclass)`)
+    expect(await liveRows(`events_p${dayName(day90)}`, 0)).toBe(0)
+    expect(await dropDay(day90)).toMatchObject({ events: 7_000, estimated: false })
+  }, 90_000)
 })
 
 describe('delivery ids and the days they carry', () => {
