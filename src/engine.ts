@@ -378,7 +378,8 @@ export class Outflow<T extends TopicsOption | undefined = any> extends EventEmit
   /**
    * Run one pruning pass now: delete events older than `retention.events` with their deliveries and
    * attempts, keeping any with a delivery still pending. The engine does this every `retention.intervalMs`;
-   * `locked: true` means another instance is pruning.
+   * `locked: true` means another instance is pruning; `estimated: true` that a day dropped whole (partitioned
+   * layout) was counted from the planner's statistics rather than scanned.
    *
    * @example
    * const { events } = await outflow.prune()
