@@ -5,6 +5,7 @@ import { publishLocks, type ShardGroups } from './postgres-citus.js'
 import { pruneOnShards } from './postgres-citus-prune.js'
 import { pruneEvents } from './postgres-prune.js'
 import { column, driverOf, iso, onShardOf, prepared, slot, type Driver } from './postgres-prepared.js'
+import type { PlanOnce, PlanOnceUse } from './postgres-plan-once.js'
 import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
 
 /**
@@ -13,9 +14,11 @@ import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
  * with a parameter per value cost most of the publish path's CPU (see bench/); this costs a handful of
  * parameters at any batch size, and the statement is compiled once and prepared (postgres-prepared.ts).
  */
-export function postgresHotPath(tables: Tables, shards?: ShardGroups): HotPath {
+export function postgresHotPath(tables: Tables, shards?: ShardGroups, planned?: { publish: PlanOnce<string>; use: PlanOnceUse }): HotPath {
   if (shards) return { singleStatementInsert: false, insertEvents: citusInsertEvents(tables, shards), pruneEvents: (db, request) => pruneOnShards(db, tables, shards, request) }
   const inserts = eventInserts(tables)
+  // On the plain layout, through the statement's plan-once function (postgres-plan-once.ts) when migrate() made it.
+  if (planned) inserts.insert = async (driver, values) => planned.publish.run(driver, values, await planned.use.viaFunctions(), () => planned.use.missing())
   return {
     singleStatementInsert: true,
     insertEvents: async (db, items) => (await insertEventRows(driverOf(db), inserts, items) as InsertedEventRows).results,
@@ -100,7 +103,7 @@ const earlierDuplicate = (t: Tables) => sql`
 
 /** The statements of an event insert: the insert (see eventInsertStatement) and the read of a duplicate's destinations. */
 export interface EventInserts {
-  insert: ReturnType<typeof eventInsertStatement>
+  insert: (driver: Driver, values: Record<string, unknown>) => Promise<unknown[][]>
   existing: ReturnType<typeof prepared<'tenant' | 'event'>>
 }
 

@@ -8,6 +8,8 @@ import { createClaimFunction } from './postgres-partitioned-claim.js'
 import { movePlainHistory, type MoveProgress, type MoveReport } from './postgres-partition-move.js'
 import { prepareTenantClaims } from './postgres-tenant-claims.js'
 import { distributeTables } from './postgres-citus.js'
+import { createPlanOnceFunctions } from './postgres-plan-once.js'
+import { hotStatements } from './postgres-hot-statements.js'
 
 /** Any constant works; it only has to be the same in every process migrating this database. */
 const migrationLockKey = 0x6f7574666c6f77 // "outflow"
@@ -37,6 +39,7 @@ export async function migratePostgres(
     if (citus) await distributeTables(lockClient, schemaName)
     await prepareHistory(lockClient, schemaName, partition)
     await prepareTenantClaims(lockClient, schemaName, tenantClaims, citus)
+    if (!citus && !(await historyPartitioned(lockClient, schemaName))) await createPlanOnceFunctions(lockClient, schemaName, Object.values(hotStatements(schemaName)))
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
   } finally {
     await lockClient.end()

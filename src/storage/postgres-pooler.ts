@@ -70,22 +70,24 @@ export function poolSettings(route: PostgresRoute, timeoutMs: number, purpose: '
   const common = { application_name: 'outflow', TimeZone: 'UTC' }
   if (!route.pooled)
     return {
-      // force_custom_plan: the per-delivery statements are named prepared statements, and after five runs the
-      // server may keep one generic plan for good, costed with the statistics of that moment. An engine starts on
-      // empty tables, so that plan scans them (a results write read every delivery and compared each with every id
-      // of its batch: half the end-to-end rate at 30,000 stored deliveries) until an ANALYZE happens to replan it.
+      // force_custom_plan: the engine's statements are named prepared statements, and after five runs the server
+      // may keep one generic plan for good, costed with the statistics of that moment. An engine starts on empty
+      // tables, so that plan scans them (a results write read every delivery and compared each with every id of
+      // its batch: half the end-to-end rate at 30,000 stored deliveries) until an ANALYZE happens to replan it.
       // A plan made for each run's values costs planning on every run: at 500 events/s (pg_stat_statements with
       // track_planning, 2026-11-28) 2.5 ms per results write and 0.9 ms per publish, 0.44 of the 0.85 core the
       // server's backends used. With plan_cache_mode auto and the tables analyzed, planning went, but the generic
-      // plans ran slower (results 3.7 ms instead of 0.9, publish 1.2 instead of 0.46): more server time in all, and
-      // the same p99.
+      // plans ran slower (results 3.7 ms instead of 0.9, publish 1.2 instead of 0.46). So on the plain layout the
+      // statements of every publish and every batch run in functions that plan them once per connection, with
+      // the planner kept to index scans and nested loops (postgres-plan-once.ts); the rest is planned each run.
       connection: { ...common, statement_timeout: timeoutMs, plan_cache_mode: 'force_custom_plan' },
     }
   return {
     // PgBouncer refuses startup parameters it does not track (statement_timeout, plan_cache_mode) unless told to
     // ignore them: only application_name and TimeZone, which it sets on whichever server connection it hands out.
     // statement_timeout comes from the role or database settings (docs/scaling.md › Through PgBouncer); with
-    // unnamed statements every run is planned for its values, so plan_cache_mode has nothing to do.
+    // unnamed statements every run is planned for its values, so plan_cache_mode has nothing to do (the plan-once
+    // functions set their own: the statement inside one is planned once per server connection).
     connection: common,
     // A named statement lives on one server connection; the next transaction may run on another.
     prepare: false,

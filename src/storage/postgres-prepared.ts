@@ -44,9 +44,19 @@ export const asyncCommit = sql`(select set_config('synchronous_commit', 'off', t
  * const due = prepared<'now'>(sql`select id from ${t.deliveries} where next_attempt_at <= ${slot('now')}::timestamptz`)
  * const rows = await due(driver, { now: new Date().toISOString() })
  */
-export function prepared<Name extends string>(query: SQL): (driver: Driver, values: Record<Name, unknown>) => Promise<unknown[][]> {
+export function prepared<Name extends string>(query: SQL): Prepared<Name> {
   const { sql: text, params } = dialect.sqlToQuery(query)
-  return (driver, values) => driver.unsafe(text, fillPlaceholders(params, values), { prepare: true }).values()
+  const run = (driver: Driver, values: Record<Name, unknown>) => driver.unsafe(text, fillPlaceholders(params, values), { prepare: true }).values()
+  return Object.assign(run, { text, arity: params.length, bind: (values: Record<Name, unknown>) => fillPlaceholders(params, values) })
+}
+
+/** A compiled statement (see `prepared`): run it, or take its text and its values in parameter order ($1 … $n). */
+export interface Prepared<Name extends string> {
+  (driver: Driver, values: Record<Name, unknown>): Promise<unknown[][]>
+  text: string
+  /** How many parameters the text has. */
+  arity: number
+  bind(values: Record<Name, unknown>): unknown[]
 }
 
 /** Timestamps as ISO text, the form every prepared statement takes them in. */

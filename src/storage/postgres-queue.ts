@@ -3,6 +3,7 @@ import type { Tables } from './sql-context.js'
 import { asyncCommit, column, iso, prepared, slot, type Driver } from './postgres-prepared.js'
 import { onShardOf } from './postgres-prepared.js'
 import { partitionedClaimStatement, createdBounds } from './postgres-partitioned-claim.js'
+import type { PlanOnce, PlanOnceUse } from './postgres-plan-once.js'
 import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, DestinationStreak, EventRecord } from './storage.js'
 
 // The calls every publish and every batch of deliveries makes on Postgres, each one prepared statement:
@@ -12,25 +13,35 @@ import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, De
 /** The calls of the Storage port these statements serve. */
 export type PostgresQueue = ReturnType<typeof postgresQueue>
 
+/** The plain layout's statements of this file, each with its plan-once function (see postgres-hot-statements.ts). */
+export type QueueStatements = Record<'claim' | 'claimWindow' | 'results' | 'targets', PlanOnce<string>>
+
 /**
  * @param driver the engine's pool
  * @param run bounds each call by the storage deadline and maps connection faults (see postgres.ts)
  * @param partitioned whether the tables have the partitioned layout (postgres-partitions.ts): claims go through its function
+ * @param hot the plain layout's statements, each with its plan-once function, and whether to use those now (postgres-plan-once.ts)
  */
-export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Promise<T>) => Promise<T>, partitioned: () => Promise<boolean>) {
-  const claim = claimStatement(t, false)
-  const claimWindow = claimStatement(t, true)
+export function postgresQueue(
+  t: Tables,
+  driver: Driver,
+  run: <T>(work: () => Promise<T>) => Promise<T>,
+  partitioned: () => Promise<boolean>,
+  hot: { statements: QueueStatements; use: PlanOnceUse },
+) {
+  const { claim, claimWindow, results: record, targets } = hot.statements
+  const via = () => hot.use.viaFunctions()
+  const missing = () => hot.use.missing()
   const claimPartitioned = partitionedClaimStatement(t)
-  const record = recordStatement(t, { days: false, fifo: true })
   // The partitioned layout: each statement reads only the days its deliveries' ids carry (createdBounds).
   const recordDays = recordStatement(t, { days: true, fifo: false })
   const recordDaysFifo = recordStatement(t, { days: true, fifo: true })
   const extend = extendStatement(t, false)
   const extendDays = extendStatement(t, true)
-  const targets = targetsStatement(t)
   return {
     async publishTargets(tenantIds: string[]): Promise<Map<string, DestinationRecord[]>> {
-      const rows = await run(() => targets(driver, { ids: tenantIds }))
+      // Whether to go through the function is read within the caller's bound: a publish waits for nothing longer.
+      const rows = await run(async () => targets.run(driver, { ids: tenantIds }, await via(), missing))
       const result = new Map<string, DestinationRecord[]>()
       for (const [tenant, ...columns] of rows) {
         const list = result.get(tenant as string) ?? []
@@ -42,17 +53,20 @@ export function postgresQueue(t: Tables, driver: Driver, run: <T>(work: () => Pr
 
     async claimDueDeliveries(q: ClaimRequest): Promise<ClaimedDelivery[]> {
       const values = { now: iso(q.now), since: iso(q.dueSince), limit: q.limit, owner: q.owner, until: iso(q.leaseUntil) }
-      const statement = (await partitioned()) ? claimPartitioned : q.dueSince ? claimWindow : claim
-      const rows = await run(() => statement(driver, values))
+      if (await partitioned()) return (await run(() => claimPartitioned(driver, values))).map(claimedDelivery)
+      const rows = await run(async () => (q.dueSince ? claimWindow : claim).run(driver, values, await via(), missing))
       return rows.map(claimedDelivery)
     },
 
     async recordAttempts(writes: AttemptWrite[]): Promise<DestinationStreak[]> {
       if (writes.length === 0) return []
       const keys = orderKeys(writes)
-      const statement = !(await partitioned()) ? record : keys.key.length ? recordDaysFifo : recordDays
-      const bounds = createdBounds(writes.map((w) => w.delivery.id))
-      const rows = await run(() => statement(driver, { ...attemptColumns(writes), ...keys, ...bounds, tenants: null }))
+      const values = { ...attemptColumns(writes), ...keys, ...createdBounds(writes.map((w) => w.delivery.id)), tenants: null }
+      if (!(await partitioned())) {
+        return (await run(async () => record.run(driver, values, await via(), missing))).map(destinationStreak)
+      }
+      const statement = keys.key.length ? recordDaysFifo : recordDays
+      const rows = await run(() => statement(driver, values))
       return rows.map(destinationStreak)
     },
 
@@ -71,7 +85,7 @@ const destinationColumns = [
 ] as const satisfies readonly (keyof DestinationRecord)[]
 
 /** Each tenant with each of its destinations (once with nulls if it has none), oldest destination first; unknown tenants absent. */
-function targetsStatement(t: Tables) {
+export function targetsStatement(t: Tables) {
   return prepared<'ids'>(sql`
     select tn.id, ${sql.raw(destinationColumns.map((c) => `d.${c}`).join(', '))}
     from ${t.tenants} tn left join ${t.destinations} d on d.tenant_id = tn.id
@@ -83,7 +97,7 @@ function targetsStatement(t: Tables) {
  * Lease up to `limit` due deliveries nobody holds, skipping rows another instance is claiming right now, and
  * return them with their events. `windowed`: only those due since `since` (the worker's claim window).
  */
-function claimStatement(t: Tables, windowed: boolean) {
+export function claimStatement(t: Tables, windowed: boolean) {
   return prepared<'now' | 'since' | 'limit' | 'owner' | 'until'>(sql`
     with picked as materialized (
       select id from ${t.deliveries}

@@ -17,11 +17,14 @@ import { postgresQueue } from './postgres-queue.js'
 import { checkedReplicaOptions, readingFromReplica, replicaLag, ReplicaRouter, type ReplicaOptions } from './postgres-replica.js'
 import { checkedRoute, poolSettings, sessionConnection, type PostgresRoute } from './postgres-pooler.js'
 import { partitionsKeeper } from './postgres-partitions-keeper.js'
+import { planOnceUse } from './postgres-plan-once.js'
+import { hotStatements } from './postgres-hot-statements.js'
 import { tenantClaims } from './postgres-tenant-claims.js'
 import { deliveryLocks, shardGroups, type ShardGroups } from './postgres-citus.js'
 import { citusRecordAttempts } from './postgres-citus-results.js'
 import { createSqlStorage } from './sql-storage.js'
 import type { Storage, StorageContext } from './storage.js'
+import type { Logger } from '../logger.js'
 
 export { postgresTables } from './schema/postgres.js'
 
@@ -160,15 +163,14 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
     const commits = new CommitWatch((xacts) => bounded(() => statusesOf(xacts)))
     const shards = options.citus ? shardGroups(driver, schemaName) : undefined
     const outbox = outboxContext({ client, tables, schemaName, commits, bounded, forCaller, shards })
-    // Its DDL runs in transactions: on the pool that may hold one (see connectPools).
-    const partitions = partitionsKeeper(txClient, schemaName, bounded)
+    const { partitions, hot, planned } = historyLayout({ client, txClient, schemaName, citus: Boolean(shards), logger: context?.logger }, bounded)
     const lifecycle: Lifecycle = {
       insertEventsInTransaction: (tx, tenantIds, plan) => insertEventsInTransaction(outbox, tx, tenantIds, plan),
       // On the direct connection: the migration lock is a session lock, and the migration's search_path a startup parameter.
       migrate: async () => {
         const layout = { partition: options.partitionHistory ?? false, tenantClaims: claimsByTenant, citus: options.citus ?? false }
         await migratePostgres(connect, drizzle, route.directUrl, schemaName, layout)
-        await partitions.migrated()
+        await Promise.all([partitions.migrated(), planned.migrated()])
       },
       async close() {
         partitions.close()
@@ -178,14 +180,14 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       lockPruner: () => session.lockPruner(pruneLockKey + schemaLockOffset(schemaName)),
       onWork: (listener) => session.listen(workChannel, listener),
     }
-    const hotPath = postgresHotPath(tables, shards)
+    const hotPath = postgresHotPath(tables, shards, { publish: hot.publish, use: planned })
     const partitionHistory: Storage['partitionHistory'] = async (progress) =>
       options.citus ? Promise.reject(citusKeepsPlainHistory()) : partitionPostgresHistory(connect, route.directUrl, schemaName, progress, claimsByTenant).finally(() => partitions.migrated())
     // One pool, two bounds: the same calls, each with the per-delivery statements of postgres-queue.ts.
     const storageBoundBy = (bound: Bound): Storage => {
       const context = { ...sqlContext({ db, txDb }, { tables, hotPath, workChannel }, bound), settledDays: () => partitions.settledDays(bound), ...(shards && { deliveryLocks: deliveryLocks(tables, shards) }) }
       const shared = createSqlStorage(context, lifecycle)
-      const perDelivery = perDeliveryCalls({ tables, driver, txClient, schemaName, shards, partitioned: partitions.partitioned, claimsByTenant }, shared, bound)
+      const perDelivery = perDeliveryCalls({ tables, driver, txClient, schemaName, shards, partitioned: partitions.partitioned, claimsByTenant, hot: { statements: hot, use: planned } }, shared, bound)
       const storage: Storage = { ...shared, ...perDelivery, prunePartitions: partitions.prune, partitionHistory, ...(shards && { readsEveryShard: true }) }
       if (!replica) return storage
       // Listings and metrics only: single statements, no transaction.
@@ -199,17 +201,39 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
 }
 
 /**
+ * What depends on the layout of the event log: the partitioned layout's keeper (its DDL runs in transactions: on the
+ * pool that may hold one, see connectPools), and the plain layout's hot statements, run through their plan-once
+ * functions once migrate() has made them (postgres-plan-once.ts; not on Citus).
+ */
+function historyLayout(parts: { client: PostgresJs.Sql; txClient: PostgresJs.Sql; schemaName: string; citus: boolean; logger?: Logger }, bound: Bound) {
+  const { client, txClient, schemaName, citus, logger } = parts
+  const partitions = partitionsKeeper(txClient, schemaName, bound)
+  const hot = hotStatements(schemaName)
+  const otherLayout = async () => citus || (await partitions.partitioned())
+  return { partitions, hot, planned: planOnceUse(client, schemaName, Object.values(hot).map((s) => s.name), otherLayout, bound, logger) }
+}
+
+/**
  * The calls the worker makes for every delivery, with the statements of postgres-queue.ts; claims per tenant
  * (`tenantClaims`, `citus`); on Citus, results written per shard group, and a lease renewal through the shared
  * writes' locks (SqlContext.deliveryLocks).
  */
 function perDeliveryCalls(
-  parts: { tables: Tables; driver: Driver; txClient: PostgresJs.Sql; schemaName: string; shards?: ShardGroups; partitioned: () => Promise<boolean>; claimsByTenant: boolean },
+  parts: {
+    tables: Tables
+    driver: Driver
+    txClient: PostgresJs.Sql
+    schemaName: string
+    shards?: ShardGroups
+    partitioned: () => Promise<boolean>
+    claimsByTenant: boolean
+    hot: Parameters<typeof postgresQueue>[4]
+  },
   shared: Storage,
   bound: Bound,
 ): Pick<Storage, 'publishTargets' | 'claimDueDeliveries' | 'recordAttempts' | 'extendLeases'> {
   const { tables, driver, txClient, schemaName, shards } = parts
-  const { publishTargets, recordAttempts, extendLeases, claimDueDeliveries } = postgresQueue(tables, driver, bound, parts.partitioned)
+  const { publishTargets, recordAttempts, extendLeases, claimDueDeliveries } = postgresQueue(tables, driver, bound, parts.partitioned, parts.hot)
   const claims = parts.claimsByTenant ? tenantClaims(tables, driver, txClient, bound, schemaName) : claimDueDeliveries
   if (!shards) return { publishTargets, claimDueDeliveries: claims, recordAttempts, extendLeases }
   return { publishTargets, claimDueDeliveries: claims, recordAttempts: citusRecordAttempts(tables, shards, txClient, bound), extendLeases: shared.extendLeases }

@@ -71,12 +71,12 @@ async function measure(sql: pg.Sql): Promise<Pick<PhaseFigures, 'backlog' | 'dea
   return { backlog: n, dead, claimBuffers: (top['Shared Hit Blocks'] ?? 0) + (top['Shared Read Blocks'] ?? 0) }
 }
 
-/** Totals of the engine's claim statements so far (the cluster must load pg_stat_statements). */
+/** Totals of the engine's claim statements so far, or of the calls of the functions that run them (the cluster must load pg_stat_statements). */
 async function claimTotals(sql: pg.Sql): Promise<{ calls: number; buffers: number; ms: number }> {
   const [row] = await sql<[{ calls: number; buffers: number; ms: number }]>`
     select coalesce(sum(calls), 0)::float8 as calls, coalesce(sum(shared_blks_hit + shared_blks_read), 0)::float8 as buffers,
       coalesce(sum(total_exec_time), 0)::float8 as ms
-    from pg_stat_statements where query like '%"deliveries"%for update skip locked%'`
+    from pg_stat_statements where query like '%"deliveries"%for update skip locked%' or query like 'select * from %.%outflow\\_claim%'`
   return row
 }
 

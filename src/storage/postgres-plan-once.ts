@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto'
+import type PostgresJs from 'postgres'
+import type { Logger } from '../logger.js'
+import type { Driver, Prepared } from './postgres-prepared.js'
+
+// The statements every publish and every batch of results runs, planned once per connection on the plain layout.
+//
+// The engine's connections plan each run of a statement for its values (plan_cache_mode = force_custom_plan, see
+// postgres-pooler.ts), so that no statement keeps a plan costed on the empty tables of a new install. For the few
+// statements that run for every delivery that planning was most of the server's work: at 500 events/s, 1.4 ms of
+// planning for each results write and 0.5 ms for each publish, against 1.3 and 0.3 ms of execution. Each of them
+// also lives in a PL/pgSQL function (made by migrate()) that runs it with a generic plan, made once per connection,
+// and with the planner limited to index scans and nested loops: the plan that suits a batch found by primary key
+// whatever the statistics say, and one that a generic plan's default estimates cannot turn into a scan of a table.
+// Not on the partitioned layout: a generic plan there is planned and locked for every day's partition.
+
+/** The planner settings each function runs with (in the function's definition, so only its own statement has them). */
+const settings = ['plan_cache_mode = force_generic_plan', 'enable_seqscan = off', 'enable_bitmapscan = off', 'enable_hashjoin = off', 'enable_mergejoin = off']
+
+/** Undefined function: the function was dropped while the engine ran. */
+const undefinedFunction = '42883'
+
+/** A statement that runs by itself or through its function (see `planOnce`). */
+export interface PlanOnce<Name extends string> {
+  /** The function's name: the statement's label and a hash of its text and settings, so each version has its own. */
+  name: string
+  /** The statement's text, the function's body. */
+  text: string
+  /** Run it, through its function when `viaFunction`; if that function is gone, by itself (and `onMissing`). */
+  run(driver: Driver, values: Record<Name, unknown>, viaFunction: boolean, onMissing?: () => void): Promise<unknown[][]>
+}
+
+/** `statement` with the function that plans it once per connection, in `schema` (made by createPlanOnceFunctions). */
+export function planOnce<Name extends string>(schema: string, label: string, statement: Prepared<Name>): PlanOnce<Name> {
+  const hash = createHash('sha256').update(`${statement.text}\n${settings.join('\n')}`).digest('hex').slice(0, 12)
+  const name = `outflow_${label}_${hash}`
+  const call = `select * from "${schema}"."${name}"(${Array.from({ length: statement.arity }, (_, i) => `$${i + 1}`).join(', ')})`
+  return {
+    name,
+    text: statement.text,
+    async run(driver, values, viaFunction, onMissing) {
+      if (!viaFunction) return statement(driver, values)
+      try {
+        return await driver.unsafe(call, statement.bind(values), { prepare: true }).values()
+      } catch (err) {
+        if ((err as { code?: string }).code !== undefinedFunction) throw err
+        onMissing?.()
+        return statement(driver, values)
+      }
+    },
+  }
+}
+
+/**
+ * Make each statement's function in `schema` unless it is there: its arguments and result columns are the types the
+ * server describes for the statement's parameters and select list. Run by migrate() under the migration lock.
+ * Functions of earlier versions stay (an engine of that version may still run); they are small and unused.
+ */
+export async function createPlanOnceFunctions(client: PostgresJs.Sql, schema: string, statements: PlanOnce<string>[]): Promise<void> {
+  const present = await planOnceFunctions(client, schema, statements.map((s) => s.name))
+  for (const statement of statements) {
+    if (present.has(statement.name)) continue
+    const described = await client.unsafe(statement.text).describe()
+    const types = await typeNames(client, [...described.types, ...described.columns.map((c) => c.type)])
+    const args = types.slice(0, described.types.length)
+    const columns = types.slice(described.types.length).map((type, i) => `outflow_${i + 1} ${type}`)
+    await client.unsafe(`
+      create or replace function "${schema}"."${statement.name}"(${args.join(', ')})
+      returns table (${columns.join(', ')})
+      language plpgsql ${settings.map((s) => `set ${s}`).join(' ')}
+      as $outflow$ begin return query ${statement.text}; end $outflow$`)
+  }
+}
+
+/** Which of the functions `names` are in `schema`. */
+export async function planOnceFunctions(client: PostgresJs.Sql, schema: string, names: string[]): Promise<Set<string>> {
+  const rows = await client<{ name: string }[]>`
+    select p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+    where n.nspname = ${schema} and p.proname = any(${names}::text[])`
+  return new Set(rows.map((r) => r.name))
+}
+
+export type PlanOnceUse = ReturnType<typeof planOnceUse>
+
+/** The SQL names of type oids, in order. */
+async function typeNames(client: PostgresJs.Sql, oids: number[]): Promise<string[]> {
+  const rows = await client<{ name: string }[]>`select format_type(o, null) as name from unnest(${oids}::oid[]) with ordinality as t(o, n) order by n`
+  return rows.map((r) => r.name)
+}
+
+/**
+ * Whether the engine runs its statements through their functions: read once (and again after migrate()), false on
+ * another layout (`otherLayout`: partitioned history, Citus) and whenever one of the functions is missing (an install migrated by an earlier release;
+ * a function dropped while the engine ran, see `missing`).
+ */
+export function planOnceUse(
+  client: PostgresJs.Sql,
+  schema: string,
+  names: string[],
+  otherLayout: () => Promise<boolean>,
+  bound: <T>(work: () => Promise<T>) => Promise<T>,
+  logger?: Logger,
+) {
+  let present: Promise<boolean> | undefined
+  const read = (): Promise<boolean> => {
+    if (!present) {
+      const reading = bound(() => planOnceFunctions(client, schema, names)).then((found) => found.size === names.length)
+      present = reading
+      reading.catch(() => {
+        if (present === reading) present = undefined
+      })
+    }
+    return present
+  }
+  return {
+    /** Whether to run the statements through their functions now. */
+    async viaFunctions(): Promise<boolean> {
+      return !(await otherLayout()) && (await read())
+    },
+    /** After migrate(): look again. */
+    async migrated(): Promise<void> {
+      present = undefined
+      await read()
+    },
+    /** A function was not found: the statements run by themselves until the next migrate(). */
+    missing(): void {
+      if (!present) return
+      present = Promise.resolve(false)
+      logger?.warn({ schema }, 'postgres: a plan-once function of the hot statements is missing: they run by themselves (each run planned) until the next migrate()')
+    },
+  }
+}

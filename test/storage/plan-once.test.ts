@@ -1,0 +1,162 @@
+import postgresClient from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createOutflow } from '../../src/create-outflow.js'
+import type { Outflow } from '../../src/engine.js'
+import type { Logger } from '../../src/logger.js'
+import { postgres } from '../../src/storage/postgres.js'
+import { hotStatements } from '../../src/storage/postgres-hot-statements.js'
+import { apiKey, encryptionKey } from '../support/engines.js'
+import { clusterAvailable, startCluster, type Cluster } from '../support/pg-cluster.js'
+import { startReceiver, waitFor } from '../support/receiver.js'
+import { createTestDatabase, postgresAvailable } from '../support/services.js'
+
+// The plain layout's hot statements (publish, claims, results, publish targets) run through PL/pgSQL functions
+// that plan them once per connection (src/storage/postgres-plan-once.ts).
+
+const names = Object.values(hotStatements('public')).map((s) => s.name)
+
+function recordingLogger() {
+  const warnings: string[] = []
+  const logger: Logger = { debug: () => {}, info: () => {}, warn: (_fields, message) => void warnings.push(message), error: () => {} }
+  return { logger, warnings }
+}
+
+async function engine(url: string, options: { migrate?: boolean; partitionHistory?: boolean; logger?: Logger } = {}): Promise<Outflow> {
+  const { migrate = true, partitionHistory = false, logger = recordingLogger().logger } = options
+  return createOutflow({ storage: postgres({ url, max: 3, partitionHistory }), apiKey, encryptionKey, jwtSecret: 'plan-once-test-jwt-secret', allowPrivateNetworks: true, migrate, logger, delivery: { pollIntervalMs: 200 } })
+}
+
+/** Publish `count` events of tenant t1 one after another; resolves when the receiver has `total` requests. */
+async function publishAndReceive(outflow: Outflow, receiver: Awaited<ReturnType<typeof startReceiver>>, from: number, count: number): Promise<void> {
+  for (let n = from; n < from + count; n++) await outflow.publish({ tenant_id: 't1', topic: 'order.created', data: { n } })
+  await waitFor(() => receiver.received.length >= from + count, 30_000, `${from + count} deliveries`)
+}
+
+async function functionsIn(url: string): Promise<string[]> {
+  const sql = postgresClient(url, { max: 1, onnotice: () => {} })
+  try {
+    const rows = await sql<{ name: string }[]>`select proname as name from pg_proc where proname = any(${names}::text[]) order by 1`
+    return rows.map((r) => r.name)
+  } finally {
+    await sql.end()
+  }
+}
+
+describe.runIf(clusterAvailable)('postgres: hot statements planned once per connection (pg_stat_statements)', () => {
+  let cluster: Cluster
+  beforeAll(async () => {
+    cluster = await startCluster({ statements: true, settings: '-c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on' })
+  }, 120_000)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('runs publishes, claims and results writes through their functions, each statement planned once per connection', async () => {
+    const url = await cluster.createDatabase('plan_once')
+    const receiver = await startReceiver()
+    const outflow = await engine(url)
+    const sql = postgresClient(url, { max: 1, onnotice: () => {} })
+    try {
+      expect(await functionsIn(url)).toEqual([...names].sort())
+      await outflow.upsertTenant('t1', {})
+      await outflow.createDestination('t1', { type: 'webhook', topics: ['*'], config: { url: receiver.url } })
+      await sql`create extension if not exists pg_stat_statements`
+      await sql`select pg_stat_statements_reset()`
+      await publishAndReceive(outflow, receiver, 0, 120)
+      // The attempts are logged by the results write: wait until the last one is.
+      await waitFor(async () => (await sql`select count(*)::int as n from attempts`)[0]!.n === 120, 15_000, 'the attempts logged')
+      const rows = await sql<{ toplevel: boolean; calls: number; plans: number; head: string }[]>`
+        select toplevel, calls::int, plans::int, left(query, 20) as head from pg_stat_statements
+        where query like 'with input as%' or query like 'with v as%' or query like 'with picked as%'`
+      const of = (head: string, toplevel: boolean) => rows.filter((r) => r.head.startsWith(head) && r.toplevel === toplevel)
+      for (const head of ['with input as', 'with v as', 'with picked as']) {
+        // Never sent by the engine itself: only run inside the functions.
+        expect(of(head, true), head).toEqual([])
+        const nested = of(head, false)
+        expect(nested.reduce((n, r) => n + r.calls, 0), head).toBeGreaterThanOrEqual(10)
+        // Each statement (the claims are two: with and without the claim window) has a generic plan per
+        // connection of the pool (3), made on its first run: not one per run.
+        for (const statement of nested) expect(statement.plans, head).toBeLessThanOrEqual(3)
+      }
+      expect(receiver.received.map((r) => (JSON.parse(r.body) as { n: number }).n).sort((a, b) => a - b)).toEqual(Array.from({ length: 120 }, (_, n) => n))
+    } finally {
+      await sql.end()
+      await outflow.close()
+      await receiver.close()
+    }
+  }, 90_000)
+})
+
+describe.runIf(postgresAvailable)('postgres: hot statements without their functions', () => {
+  let db: { url: string; drop: () => Promise<void> }
+  beforeAll(async () => {
+    db = await createTestDatabase()
+  })
+  afterAll(async () => {
+    await db?.drop()
+  })
+
+  async function dropFunctions(url: string): Promise<void> {
+    const sql = postgresClient(url, { max: 1, onnotice: () => {} })
+    try {
+      for (const row of await sql<{ signature: string }[]>`select oid::regprocedure::text as signature from pg_proc where proname = any(${names}::text[])`)
+        await sql.unsafe(`drop function ${row.signature}`)
+    } finally {
+      await sql.end()
+    }
+  }
+
+  it('delivers with the statements by themselves on an install migrated without them, and a migrate() makes them', async () => {
+    const receiver = await startReceiver()
+    const first = await engine(db.url)
+    await first.upsertTenant('t1', {})
+    await first.createDestination('t1', { type: 'webhook', topics: ['*'], config: { url: receiver.url } })
+    await first.close()
+    // As an install migrated by a release before the functions.
+    await dropFunctions(db.url)
+    const { logger, warnings } = recordingLogger()
+    const outflow = await engine(db.url, { migrate: false, logger })
+    try {
+      await publishAndReceive(outflow, receiver, 0, 20)
+      expect(await functionsIn(db.url)).toEqual([])
+      // Nothing was missing at a call: the engine knew from the start.
+      expect(warnings, warnings.join('\n')).toEqual([])
+      await outflow.migrate()
+      expect(await functionsIn(db.url)).toEqual([...names].sort())
+      await publishAndReceive(outflow, receiver, 20, 20)
+    } finally {
+      await outflow.close()
+      await receiver.close()
+    }
+  }, 60_000)
+
+  it('goes on delivering when the functions are dropped while it runs, with a warning', async () => {
+    const receiver = await startReceiver()
+    const { logger, warnings } = recordingLogger()
+    const outflow = await engine(db.url, { logger })
+    try {
+      const [destination] = await outflow.listDestinations('t1')
+      await outflow.updateDestination('t1', destination!.id, { config: { url: receiver.url } })
+      await publishAndReceive(outflow, receiver, 0, 10)
+      await dropFunctions(db.url)
+      await publishAndReceive(outflow, receiver, 10, 30)
+      expect(warnings.filter((w) => w.includes('plan-once function'))).toHaveLength(1)
+      const ns = receiver.received.map((r) => (JSON.parse(r.body) as { n: number }).n)
+      expect(new Set(ns).size).toBe(40)
+    } finally {
+      await outflow.close()
+      await receiver.close()
+    }
+  }, 60_000)
+
+  it('makes no functions on the partitioned layout', async () => {
+    const other = await createTestDatabase()
+    try {
+      const outflow = await engine(other.url, { partitionHistory: true })
+      await outflow.close()
+      expect(await functionsIn(other.url)).toEqual([])
+    } finally {
+      await other.drop()
+    }
+  })
+})
