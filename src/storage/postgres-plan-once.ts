@@ -15,7 +15,7 @@ import type { Driver, Prepared } from './postgres-prepared.js'
 // Not on the partitioned layout: a generic plan there is planned and locked for every day's partition.
 
 /** The planner settings each function runs with (in the function's definition, so only its own statement has them). */
-const settings = ['plan_cache_mode = force_generic_plan', 'enable_seqscan = off', 'enable_bitmapscan = off', 'enable_hashjoin = off', 'enable_mergejoin = off']
+const settings = ['plan_cache_mode = force_generic_plan', 'enable_seqscan = off', 'enable_bitmapscan = off', 'enable_mergejoin = off']
 
 /** Undefined function: the function was dropped while the engine ran. */
 const undefinedFunction = '42883'
@@ -112,10 +112,18 @@ export function planOnceUse(
     }
     return present
   }
+  let timer: NodeJS.Timeout | undefined
+  const watch = () => {
+    if (timer) return
+    timer = setInterval(() => void bound(() => analyzeGrown(client, schema)).catch(() => {}), growthCheckMs)
+    timer.unref()
+  }
   return {
     /** Whether to run the statements through their functions now. */
     async viaFunctions(): Promise<boolean> {
-      return !(await otherLayout()) && (await read())
+      const via = !(await otherLayout()) && (await read())
+      if (via) watch()
+      return via
     },
     /** After migrate(): look again. */
     async migrated(): Promise<void> {
@@ -128,5 +136,40 @@ export function planOnceUse(
       present = Promise.resolve(false)
       logger?.warn({ schema }, 'postgres: a plan-once function of the hot statements is missing: they run by themselves (each run planned) until the next migrate()')
     },
+    close(): void {
+      clearInterval(timer)
+    },
   }
+}
+
+/** How often the engine looks for a table that has doubled since its statistics were taken. */
+const growthCheckMs = 5_000
+
+/** The tables the hot statements read, and the size from which their statistics matter. */
+const watchedTables = ['deliveries', 'attempts', 'events', 'destinations', 'tenants']
+const minimumRows = 500
+const growth = 10
+
+/**
+ * ANALYZE each watched table of at least 500 rows that was never analyzed, or has grown tenfold since its statistics
+ * were taken.
+ *
+ * A function's plan lasts until a table it reads gets new statistics. Planned on a young table without any, it may
+ * pick an index that only a small table suits: without statistics a tenant is taken to hold 1/200 of the rows, and an
+ * attempts check went by tenant, then by id (every attempt of the tenant read for each attempt written: a results
+ * write of 286 took 588 ms). Autovacuum analyzes a table once 10 % of it changed, but looks once a minute by default,
+ * and a new install fills its tables faster than that; after the first statistics it is there first. Each ANALYZE
+ * has every connection plan the functions again, so not more often. SKIP_LOCKED: an ANALYZE another instance runs is
+ * enough. A role that does not own the tables gets a warning from the server instead (not shown), and its plans wait
+ * for autovacuum.
+ */
+export async function analyzeGrown(client: PostgresJs.Sql, schema: string): Promise<string[]> {
+  const rows = await client<{ name: string }[]>`
+    select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    join pg_stat_user_tables s on s.relid = c.oid
+    where n.nspname = ${schema} and c.relname = any(${watchedTables}::text[]) and c.relkind = 'r'
+      and s.n_live_tup >= ${minimumRows}
+      and (coalesce(s.last_analyze, s.last_autoanalyze) is null or s.n_live_tup >= ${growth} * greatest(c.reltuples, 1))`
+  for (const { name } of rows) await client.unsafe(`analyze (skip_locked) "${schema}"."${name}"`)
+  return rows.map((r) => r.name)
 }

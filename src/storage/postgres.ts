@@ -174,6 +174,7 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
       },
       async close() {
         partitions.close()
+        planned.close()
         commits.close()
         await Promise.all([end(), session.close(), replica?.client.end({ timeout: 5 })])
       },

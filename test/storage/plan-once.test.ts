@@ -5,6 +5,7 @@ import type { Outflow } from '../../src/engine.js'
 import type { Logger } from '../../src/logger.js'
 import { postgres } from '../../src/storage/postgres.js'
 import { hotStatements } from '../../src/storage/postgres-hot-statements.js'
+import { analyzeGrown } from '../../src/storage/postgres-plan-once.js'
 import { apiKey, encryptionKey } from '../support/engines.js'
 import { clusterAvailable, startCluster, type Cluster } from '../support/pg-cluster.js'
 import { startReceiver, waitFor } from '../support/receiver.js'
@@ -159,4 +160,63 @@ describe.runIf(postgresAvailable)('postgres: hot statements without their functi
       await other.drop()
     }
   })
+})
+
+describe.runIf(postgresAvailable)('postgres: statistics for the plan-once functions', () => {
+  it('analyzes a table of 500 rows or more that was never analyzed, not again until it has grown tenfold', async () => {
+    const db = await createTestDatabase()
+    const outflow = await engine(db.url)
+    await outflow.close()
+    const sql = postgresClient(db.url, { max: 1, onnotice: () => {} })
+    const analyzed = async () =>
+      Object.fromEntries(
+        (await sql<{ name: string; count: number }[]>`select relname as name, (analyze_count + autoanalyze_count)::int as count from pg_stat_user_tables where relname in ('tenants', 'events')`).map((r) => [r.name, r.count]),
+      )
+    try {
+      await sql`alter table events set (autovacuum_enabled = false)`
+      await sql`alter table tenants set (autovacuum_enabled = false)`
+      await sql`insert into tenants (id, metadata, created_at, updated_at) select 't' || n, '{}', now(), now() from generate_series(1, 499) n`
+      await sql`insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at) select 't1', 'e' || n, 'x', now(), '{}', '{}', true, now() from generate_series(1, 600) n`
+      // The inserting session's counts reach the statistics when it goes idle: this is what the engine reads.
+      await waitFor(async () => (await sql`select n_live_tup::int as n from pg_stat_user_tables where relname = 'events'`)[0]!.n === 600, 15_000, 'the statistics of the inserts')
+      expect(await analyzeGrown(sql, 'public')).toEqual(['events'])
+      expect(await analyzed()).toEqual({ tenants: 0, events: 1 })
+      expect(await analyzeGrown(sql, 'public')).toEqual([])
+      await sql`insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at) select 't1', 'f' || n, 'x', now(), '{}', '{}', true, now() from generate_series(1, 5000) n`
+      await waitFor(async () => (await sql`select n_live_tup::int as n from pg_stat_user_tables where relname = 'events'`)[0]!.n === 5_600, 15_000, 'the statistics of the inserts')
+      // 5,600 rows: not yet ten times the 600 of the last statistics.
+      expect(await analyzeGrown(sql, 'public')).toEqual([])
+      await sql`insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at) select 't1', 'g' || n, 'x', now(), '{}', '{}', true, now() from generate_series(1, 400) n`
+      await waitFor(async () => (await sql`select n_live_tup::int as n from pg_stat_user_tables where relname = 'events'`)[0]!.n === 6_000, 15_000, 'the statistics of the inserts')
+      expect(await analyzeGrown(sql, 'public')).toEqual(['events'])
+      expect(await analyzed()).toEqual({ tenants: 0, events: 2 })
+    } finally {
+      await sql.end()
+      await db.drop()
+    }
+  }, 60_000)
+
+  it('an engine analyzes its young tables by itself once it has delivered 500 events', async () => {
+    const db = await createTestDatabase()
+    const receiver = await startReceiver()
+    const outflow = await engine(db.url)
+    const sql = postgresClient(db.url, { max: 1, onnotice: () => {} })
+    try {
+      await sql`alter table deliveries set (autovacuum_enabled = false)`
+      await sql`alter table attempts set (autovacuum_enabled = false)`
+      await outflow.upsertTenant('t1', {})
+      await outflow.createDestination('t1', { type: 'webhook', topics: ['*'], config: { url: receiver.url } })
+      for (let b = 0; b < 6; b++) await outflow.publishMany(Array.from({ length: 100 }, (_, k) => ({ tenant_id: 't1', topic: 'order.created', data: { n: b * 100 + k } })))
+      await waitFor(() => receiver.received.length >= 600, 30_000, '600 deliveries')
+      const counts = async () =>
+        (await sql<{ name: string; count: number }[]>`select relname as name, analyze_count::int as count from pg_stat_user_tables where relname in ('deliveries', 'attempts') order by 1`).map((r) => `${r.name} ${r.count}`)
+      // The engine's sessions report their counts within 10 s of going idle; it looks every 5 s.
+      await waitFor(async () => (await counts()).join(', ') === 'attempts 1, deliveries 1', 30_000, 'the engine analyzing attempts and deliveries')
+    } finally {
+      await sql.end()
+      await outflow.close()
+      await receiver.close()
+      await db.drop()
+    }
+  }, 60_000)
 })
