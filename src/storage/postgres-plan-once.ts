@@ -10,9 +10,10 @@ import type { Driver, Prepared } from './postgres-prepared.js'
 // statements that run for every delivery that planning was most of the server's work: at 500 events/s, 1.4 ms of
 // planning for each results write and 0.5 ms for each publish, against 1.3 and 0.3 ms of execution. Each of them
 // also lives in a PL/pgSQL function (made by migrate()) that runs it with a generic plan, made once per connection,
-// and with the planner limited to index scans and nested loops: the plan that suits a batch found by primary key
-// whatever the statistics say, and one that a generic plan's default estimates cannot turn into a scan of a table.
-// Not on the partitioned layout: a generic plan there is planned and locked for every day's partition.
+// with sequential scans, bitmap scans and merge joins off: a table is read by its indexes whatever a generic plan's
+// default estimates say (hash joins stay: the batch's own rows are joined with each other, and a nested loop of
+// two of them grows with the square of the batch). Not on the partitioned layout: a generic plan there is planned
+// and locked for every day's partition.
 
 /** The planner settings each function runs with (in the function's definition, so only its own statement has them). */
 const settings = ['plan_cache_mode = force_generic_plan', 'enable_seqscan = off', 'enable_bitmapscan = off', 'enable_mergejoin = off']
@@ -80,8 +81,6 @@ export async function planOnceFunctions(client: PostgresJs.Sql, schema: string, 
   return new Set(rows.map((r) => r.name))
 }
 
-export type PlanOnceUse = ReturnType<typeof planOnceUse>
-
 /** The SQL names of type oids, in order. */
 async function typeNames(client: PostgresJs.Sql, oids: number[]): Promise<string[]> {
   const rows = await client<{ name: string }[]>`select format_type(o, null) as name from unnest(${oids}::oid[]) with ordinality as t(o, n) order by n`
@@ -90,8 +89,9 @@ async function typeNames(client: PostgresJs.Sql, oids: number[]): Promise<string
 
 /**
  * Whether the engine runs its statements through their functions: read once (and again after migrate()), false on
- * another layout (`otherLayout`: partitioned history, Citus) and whenever one of the functions is missing (an install migrated by an earlier release;
- * a function dropped while the engine ran, see `missing`).
+ * another layout (`otherLayout`: partitioned history, Citus) and whenever one of the functions is missing (an
+ * install migrated by an earlier release; a function dropped while the engine ran, see `missing`). While they are
+ * used, the young tables they read get statistics (`analyzeGrown`).
  */
 export function planOnceUse(
   client: PostgresJs.Sql,
@@ -142,7 +142,9 @@ export function planOnceUse(
   }
 }
 
-/** How often the engine looks for a table that has doubled since its statistics were taken. */
+export type PlanOnceUse = ReturnType<typeof planOnceUse>
+
+/** How often the engine looks for a table without statistics, or grown tenfold since they were taken. */
 const growthCheckMs = 5_000
 
 /** The tables the hot statements read, and the size from which their statistics matter. */

@@ -79,7 +79,7 @@ export function poolSettings(route: PostgresRoute, timeoutMs: number, purpose: '
       // server's backends used. With plan_cache_mode auto and the tables analyzed, planning went, but the generic
       // plans ran slower (results 3.7 ms instead of 0.9, publish 1.2 instead of 0.46). So on the plain layout the
       // statements of every publish and every batch run in functions that plan them once per connection, with
-      // the planner kept to index scans and nested loops (postgres-plan-once.ts); the rest is planned each run.
+      // sequential and bitmap scans off (postgres-plan-once.ts); the rest is planned each run.
       connection: { ...common, statement_timeout: timeoutMs, plan_cache_mode: 'force_custom_plan' },
     }
   return {

@@ -172,22 +172,24 @@ describe.runIf(postgresAvailable)('postgres: statistics for the plan-once functi
       Object.fromEntries(
         (await sql<{ name: string; count: number }[]>`select relname as name, (analyze_count + autoanalyze_count)::int as count from pg_stat_user_tables where relname in ('tenants', 'events')`).map((r) => [r.name, r.count]),
       )
+    // The inserting session's counts reach the statistics when it goes idle: they are what the engine reads.
+    const liveEvents = (n: number) =>
+      waitFor(async () => (await sql`select n_live_tup::int as n from pg_stat_user_tables where relname = 'events'`)[0]!.n === n, 15_000, `${n} live events in the statistics`)
     try {
       await sql`alter table events set (autovacuum_enabled = false)`
       await sql`alter table tenants set (autovacuum_enabled = false)`
       await sql`insert into tenants (id, metadata, created_at, updated_at) select 't' || n, '{}', now(), now() from generate_series(1, 499) n`
       await sql`insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at) select 't1', 'e' || n, 'x', now(), '{}', '{}', true, now() from generate_series(1, 600) n`
-      // The inserting session's counts reach the statistics when it goes idle: this is what the engine reads.
-      await waitFor(async () => (await sql`select n_live_tup::int as n from pg_stat_user_tables where relname = 'events'`)[0]!.n === 600, 15_000, 'the statistics of the inserts')
+      await liveEvents(600)
       expect(await analyzeGrown(sql, 'public')).toEqual(['events'])
       expect(await analyzed()).toEqual({ tenants: 0, events: 1 })
       expect(await analyzeGrown(sql, 'public')).toEqual([])
       await sql`insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at) select 't1', 'f' || n, 'x', now(), '{}', '{}', true, now() from generate_series(1, 5000) n`
-      await waitFor(async () => (await sql`select n_live_tup::int as n from pg_stat_user_tables where relname = 'events'`)[0]!.n === 5_600, 15_000, 'the statistics of the inserts')
+      await liveEvents(5_600)
       // 5,600 rows: not yet ten times the 600 of the last statistics.
       expect(await analyzeGrown(sql, 'public')).toEqual([])
       await sql`insert into events (tenant_id, id, topic, time, data, metadata, eligible_for_retry, created_at) select 't1', 'g' || n, 'x', now(), '{}', '{}', true, now() from generate_series(1, 400) n`
-      await waitFor(async () => (await sql`select n_live_tup::int as n from pg_stat_user_tables where relname = 'events'`)[0]!.n === 6_000, 15_000, 'the statistics of the inserts')
+      await liveEvents(6_000)
       expect(await analyzeGrown(sql, 'public')).toEqual(['events'])
       expect(await analyzed()).toEqual({ tenants: 0, events: 2 })
     } finally {
