@@ -13,6 +13,7 @@
  */
 import { parseArgs } from 'node:util'
 import { startCluster } from '../test/support/pg-cluster.js'
+import { diskNote } from './support/disk.js'
 import { measurePruneDay, pruneDayCluster, type PruneDayFigures } from './support/prune-day.js'
 import { startSink } from './support/sink-client.js'
 
@@ -33,6 +34,7 @@ try {
     console.log(
       `| ${r.layout === 'plain' ? 'plain tables (DELETE)' : 'partitioned (DROP)'} | ${f(r.seconds, 2)} s | ${f(r.eventsPerSec, 0)} | ${f(r.walBytes / 1e6)} MB | ${r.deadTuples.toLocaleString('en-US')} | ${f(r.vacuumMs, 0)} ms | ${f(r.p50, 2)} / ${f(r.p99, 2)} / ${f(r.max)} ms${r.lost ? ` (${r.lost} lost)` : ''} | ${f(r.quietP99, 2)} ms |`,
     )
+  for (const r of rows) console.log(`\n${r.layout}, while pruning: ${diskNote(r.disk)}\n${r.layout}, without pruning: ${diskNote(r.quietDisk)}`)
 } finally {
   await sink.close()
   await cluster.stop()

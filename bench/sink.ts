@@ -36,6 +36,8 @@ export interface SinkStats {
   lastAt: number | null
   /** receive - t of each first receipt whose body had `t` (only when asked for). */
   latencies?: number[]
+  /** The `t` of each of those, in the same order. */
+  dues?: number[]
 }
 
 export type SinkReply =
@@ -50,12 +52,13 @@ interface SinkState {
   firstAt: number | null
   lastAt: number | null
   latencies: number[]
+  dues: number[]
   delayMs: number
   waiters: { n: number; resolve: (at: number) => void }[]
 }
 
 function freshState(delayMs: number): SinkState {
-  return { seen: new Map(), duplicates: 0, requests: 0, withoutId: 0, firstAt: null, lastAt: null, latencies: [], delayMs, waiters: [] }
+  return { seen: new Map(), duplicates: 0, requests: 0, withoutId: 0, firstAt: null, lastAt: null, latencies: [], dues: [], delayMs, waiters: [] }
 }
 
 function record(state: SinkState, id: string | undefined, body: string, at: number): void {
@@ -72,7 +75,10 @@ function record(state: SinkState, id: string | undefined, body: string, at: numb
   state.firstAt ??= at
   state.lastAt = at
   const t = intendedTime(body)
-  if (t !== undefined) state.latencies.push(at - t)
+  if (t !== undefined) {
+    state.latencies.push(at - t)
+    state.dues.push(t)
+  }
   if (state.waiters.length) {
     const count = state.seen.size
     state.waiters = state.waiters.filter((w) => (count >= w.n ? (w.resolve(at), false) : true))
@@ -148,7 +154,7 @@ export async function createSink(options: { delayMs?: number } = {}) {
     },
     stats(latencies = false): SinkStats {
       const { seen, duplicates, requests, withoutId, firstAt, lastAt } = state
-      return { received: seen.size, duplicates, requests, withoutId, firstAt, lastAt, ...(latencies ? { latencies: state.latencies } : {}) }
+      return { received: seen.size, duplicates, requests, withoutId, firstAt, lastAt, ...(latencies ? { latencies: state.latencies, dues: state.dues } : {}) }
     },
     reset(): void {
       state = freshState(state.delayMs)

@@ -13,6 +13,7 @@
  * the job (the second destination and its stored log only): the replay row's anchor.
  */
 import { wallNow } from '../support/clock.js'
+import { diskNote } from '../support/disk.js'
 import { runPool } from '../support/load.js'
 import { deliveryTimeoutMs, measureLatency } from '../support/measure.js'
 import { addWebhook, benchRetention, closeOutflow, openOutflow, seedOldEvents, tenantId, topic } from '../support/outflow.js'
@@ -73,6 +74,7 @@ runScenario(async (ctx) => {
         `publish() answered p50 ${publishAnswered.p50.toFixed(2)} ms, p99 ${publishAnswered.p99.toFixed(2)} ms`,
     )
     const notes = [
+      diskNote(latency.disk),
       ...(Math.min(latency.publishedPerSec, latency.deliveredPerSec) < 0.95 * sizes.latencyRate
         ? [
             `fell behind the offered ${sizes.latencyRate}/s while publishing (publish() calls completed at ${latency.publishedPerSec.toFixed(0)}/s, the sink received ${latency.deliveredPerSec.toFixed(0)}/s meanwhile), so latency grew through the run`,
@@ -87,7 +89,7 @@ runScenario(async (ctx) => {
         ? [`the pruning pass ended ${((lastPublish - pass.done) / 1000).toFixed(1)} s before the last publish (it pruned ${pass.pruned} events): part of the run had no pruning`]
         : []),
     ]
-    return { values: { p50: latency.p50, p99: latency.p99, max: latency.max, lost: latency.lost, publishedPerSec: latency.publishedPerSec, deliveredPerSec: latency.deliveredPerSec, duplicates: latency.duplicates, pruneRunning: pruning ? Number(pass.done === undefined || pass.done >= lastPublish) : Number.NaN, replayed: job ? job.done : Number.NaN }, notes }
+    return { values: { p50: latency.p50, p99: latency.p99, max: latency.max, p99Outside: latency.disk.p99Outside, diskStalledMs: latency.disk.stalledMs, lost: latency.lost, publishedPerSec: latency.publishedPerSec, deliveredPerSec: latency.deliveredPerSec, duplicates: latency.duplicates, pruneRunning: pruning ? Number(pass.done === undefined || pass.done >= lastPublish) : Number.NaN, replayed: job ? job.done : Number.NaN }, notes }
   } finally {
     await closeOutflow(outflow)
     await sink.close()

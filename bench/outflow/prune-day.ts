@@ -4,6 +4,7 @@
  * (seconds, WAL bytes, dead tuples left) and live publish→receive latency while the same day is pruned again.
  */
 import { startCluster } from '../../test/support/pg-cluster.js'
+import { diskNote } from '../support/disk.js'
 import { measurePruneDay, pruneDayCluster } from '../support/prune-day.js'
 import { log, runScenario } from '../support/scenario.js'
 import { startSink } from '../support/sink-client.js'
@@ -14,6 +15,7 @@ runScenario(async (ctx) => {
   const sink = await startSink()
   try {
     const values: Record<string, number> = {}
+    const notes = ['prune-day: a throwaway Postgres cluster of its own (fsync on, autovacuum off), not the shared one']
     for (const layout of ['plain', 'partitioned'] as const) {
       const r = await measurePruneDay(cluster, layout, sink, sizes, (message) => log(ctx, message))
       Object.assign(values, {
@@ -23,11 +25,14 @@ runScenario(async (ctx) => {
         [`${layout}P50`]: r.p50,
         [`${layout}P99`]: r.p99,
         [`${layout}QuietP99`]: r.quietP99,
+        [`${layout}P99Outside`]: r.disk.p99Outside,
+        [`${layout}QuietP99Outside`]: r.quietDisk.p99Outside,
         [`${layout}LivePassMs`]: r.livePassMs,
         [`${layout}Lost`]: r.lost,
       })
+      notes.push(`prune-day ${layout}, while pruning: ${diskNote(r.disk)}`, `prune-day ${layout}, without pruning: ${diskNote(r.quietDisk)}`)
     }
-    return { values, notes: ['prune-day: a throwaway Postgres cluster of its own (fsync on, autovacuum off), not the shared one'] }
+    return { values, notes }
   } finally {
     await sink.close()
     await cluster.stop()

@@ -1,4 +1,5 @@
 import { sleep, wallNow } from './clock.js'
+import { diskFigures, watchDisk, type DiskFigures } from './disk.js'
 import { openLoop } from './load.js'
 import { profileWindow } from './profile.js'
 import type { ScenarioContext } from './scenario.js'
@@ -140,6 +141,8 @@ export interface LatencyFigures extends LatencySummary {
   publishedPerSec: number
   /** Rate at which the sink received them while the load ran. */
   deliveredPerSec: number
+  /** The disk's stalls meanwhile (see disk.ts). */
+  disk: DiskFigures
 }
 
 /**
@@ -152,6 +155,7 @@ export async function measureLatency(
   options: { rate: number; count: number; drainMs: number; fire: (i: number, intendedAt: number) => Promise<unknown> },
 ): Promise<LatencyFigures> {
   await sink.reset()
+  const disk = watchDisk()
   let first = Number.NaN
   let last = Number.NaN
   await openLoop(options.rate, options.count, async (i, t) => {
@@ -163,8 +167,11 @@ export async function measureLatency(
   const publishedPerSec = options.count / ((last - first) / 1000)
   const deliveredPerSec = (await sink.stats()).received / ((wallNow() - first) / 1000)
   await sink.expect(options.count, options.drainMs).catch(() => {})
+  const stalls = await disk.stop()
   const stats = await sink.stats({ latencies: true })
-  return { ...summarize(stats.latencies ?? []), lost: options.count - stats.received, duplicates: stats.duplicates, publishedPerSec, deliveredPerSec }
+  const latencies = stats.latencies ?? []
+  const samples = latencies.map((latency, i): [number, number] => [stats.dues![i]!, latency])
+  return { ...summarize(latencies), lost: options.count - stats.received, duplicates: stats.duplicates, publishedPerSec, deliveredPerSec, disk: diskFigures(stalls, samples) }
 }
 
 /**

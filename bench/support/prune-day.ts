@@ -10,6 +10,7 @@ import type { Outflow } from '../../src/engine.js'
 import { postgres } from '../../src/storage/postgres.js'
 import type { startCluster } from '../../test/support/pg-cluster.js'
 import { seed } from '../seed.js'
+import type { DiskFigures } from './disk.js'
 import { measureLatency } from './measure.js'
 import type { SinkHandle } from './sink-client.js'
 
@@ -42,6 +43,9 @@ export interface PruneDayFigures {
   p99: number
   max: number
   quietP99: number
+  /** The disk's stalls while pruning, and without (see disk.ts). */
+  disk: DiskFigures
+  quietDisk: DiskFigures
   /** How long the pass during live traffic took, ms. */
   livePassMs: number
   lost: number
@@ -154,7 +158,7 @@ export async function measurePruneDay(cluster: Cluster, layout: PruneLayout, sin
     const during = await live(outflow, sink, sizes, true)
     await outflow.close()
     log(`${layout}: live p99 ${during.p99.toFixed(2)} ms while pruning (${quiet.p99.toFixed(2)} ms without; the pass took ${during.passMs.toFixed(0)} ms), lost ${during.lost}`)
-    return { layout, seconds, eventsPerSec: events / seconds, walBytes, deadTuples: dead, vacuumMs, p50: during.p50, p99: during.p99, max: during.max, quietP99: quiet.p99, livePassMs: during.passMs, lost: during.lost }
+    return { layout, seconds, eventsPerSec: events / seconds, walBytes, deadTuples: dead, vacuumMs, p50: during.p50, p99: during.p99, max: during.max, quietP99: quiet.p99, disk: during.disk, quietDisk: quiet.disk, livePassMs: during.passMs, lost: during.lost }
   } finally {
     await sql.end()
   }
