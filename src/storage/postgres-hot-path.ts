@@ -17,8 +17,8 @@ import type { InsertEventResult, NewEventWithDeliveries } from './storage.js'
 export function postgresHotPath(tables: Tables, shards?: ShardGroups, planned?: { publish: PlanOnce<string>; use: PlanOnceUse }): HotPath {
   if (shards) return { singleStatementInsert: false, insertEvents: citusInsertEvents(tables, shards), pruneEvents: (db, request) => pruneOnShards(db, tables, shards, request) }
   const inserts = eventInserts(tables)
-  // On the plain layout, through the statement's plan-once function (postgres-plan-once.ts) when migrate() made it.
-  if (planned) inserts.insert = async (driver, values) => planned.publish.run(driver, values, await planned.use.viaFunctions(), () => planned.use.missing())
+  // Through the statement's plan-once function (postgres-plan-once.ts) when migrate() made it, on either layout.
+  if (planned) inserts.insert = async (driver, values) => planned.publish.run(driver, values, await planned.use.viaFunctions(true), () => planned.use.missing())
   return {
     singleStatementInsert: true,
     insertEvents: async (db, items) => (await insertEventRows(driverOf(db), inserts, items) as InsertedEventRows).results,

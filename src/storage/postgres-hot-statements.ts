@@ -3,7 +3,7 @@ import { eventInsertStatement } from './postgres-hot-path.js'
 import { planOnce } from './postgres-plan-once.js'
 import { claimStatement, recordStatement, targetsStatement } from './postgres-queue.js'
 
-/** The statements of every publish and every batch of deliveries on the plain layout, each with its plan-once function. */
+/** The statements of every publish and every batch of deliveries, each with its plan-once function (the layouts that use each: postgres-plan-once.ts). */
 export type HotStatements = ReturnType<typeof hotStatements>
 
 /** The hot statements of the tables in `schema` (see postgres-plan-once.ts); migrate() makes their functions. */

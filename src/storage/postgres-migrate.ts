@@ -39,7 +39,7 @@ export async function migratePostgres(
     if (citus) await distributeTables(lockClient, schemaName)
     await prepareHistory(lockClient, schemaName, partition)
     await prepareTenantClaims(lockClient, schemaName, tenantClaims, citus)
-    if (!citus && !(await historyPartitioned(lockClient, schemaName))) await createPlanOnceFunctions(lockClient, schemaName, Object.values(hotStatements(schemaName)))
+    if (!citus) await createPlanOnceFunctions(lockClient, schemaName, Object.values(hotStatements(schemaName)))
     await lockClient`select pg_advisory_unlock(${migrationLockKey})`
   } finally {
     await lockClient.end()

@@ -77,8 +77,8 @@ export function poolSettings(route: PostgresRoute, timeoutMs: number, purpose: '
       // A plan made for each run's values costs planning on every run: at 500 events/s (pg_stat_statements with
       // track_planning, 2026-11-28) 2.5 ms per results write and 0.9 ms per publish, 0.44 of the 0.85 core the
       // server's backends used. With plan_cache_mode auto and the tables analyzed, planning went, but the generic
-      // plans ran slower (results 3.7 ms instead of 0.9, publish 1.2 instead of 0.46). So on the plain layout the
-      // statements of every publish and every batch run in functions that plan them once per connection, with
+      // plans ran slower (results 3.7 ms instead of 0.9, publish 1.2 instead of 0.46). So the statements of every
+      // publish and (on the plain layout) every batch run in functions that plan them once per connection, with
       // sequential and bitmap scans off (postgres-plan-once.ts); the rest is planned each run.
       connection: { ...common, statement_timeout: timeoutMs, plan_cache_mode: 'force_custom_plan' },
     }

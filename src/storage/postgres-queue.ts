@@ -13,14 +13,14 @@ import type { AttemptWrite, ClaimRequest, ClaimedDelivery, DestinationRecord, De
 /** The calls of the Storage port these statements serve. */
 export type PostgresQueue = ReturnType<typeof postgresQueue>
 
-/** The plain layout's statements of this file, each with its plan-once function (see postgres-hot-statements.ts). */
+/** The statements of this file with a plan-once function (see postgres-hot-statements.ts): the publish targets' read on either layout, the rest on the plain one. */
 export type QueueStatements = Record<'claim' | 'claimWindow' | 'results' | 'targets', PlanOnce<string>>
 
 /**
  * @param driver the engine's pool
  * @param run bounds each call by the storage deadline and maps connection faults (see postgres.ts)
  * @param partitioned whether the tables have the partitioned layout (postgres-partitions.ts): claims go through its function
- * @param hot the plain layout's statements, each with its plan-once function, and whether to use those now (postgres-plan-once.ts)
+ * @param hot the statements with a plan-once function, and whether to use those now (postgres-plan-once.ts)
  */
 export function postgresQueue(
   t: Tables,
@@ -41,7 +41,7 @@ export function postgresQueue(
   return {
     async publishTargets(tenantIds: string[]): Promise<Map<string, DestinationRecord[]>> {
       // Whether to go through the function is read within the caller's bound: a publish waits for nothing longer.
-      const rows = await run(async () => targets.run(driver, { ids: tenantIds }, await via(), missing))
+      const rows = await run(async () => targets.run(driver, { ids: tenantIds }, await hot.use.viaFunctions(true), missing))
       const result = new Map<string, DestinationRecord[]>()
       for (const [tenant, ...columns] of rows) {
         const list = result.get(tenant as string) ?? []

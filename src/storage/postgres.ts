@@ -17,7 +17,7 @@ import { postgresQueue } from './postgres-queue.js'
 import { checkedReplicaOptions, readingFromReplica, replicaLag, ReplicaRouter, type ReplicaOptions } from './postgres-replica.js'
 import { checkedRoute, poolSettings, sessionConnection, type PostgresRoute } from './postgres-pooler.js'
 import { partitionsKeeper } from './postgres-partitions-keeper.js'
-import { planOnceUse } from './postgres-plan-once.js'
+import { planOnceUse, type PlanOnceLayout } from './postgres-plan-once.js'
 import { hotStatements } from './postgres-hot-statements.js'
 import { tenantClaims } from './postgres-tenant-claims.js'
 import { deliveryLocks, shardGroups, type ShardGroups } from './postgres-citus.js'
@@ -203,15 +203,15 @@ export function postgres(options: PostgresOptions): (context?: StorageContext) =
 
 /**
  * What depends on the layout of the event log: the partitioned layout's keeper (its DDL runs in transactions: on the
- * pool that may hold one, see connectPools), and the plain layout's hot statements, run through their plan-once
- * functions once migrate() has made them (postgres-plan-once.ts; not on Citus).
+ * pool that may hold one, see connectPools), and which hot statements run through their plan-once functions once
+ * migrate() has made them (postgres-plan-once.ts: all on the plain layout, the publish's on the partitioned one, none on Citus).
  */
 function historyLayout(parts: { client: PostgresJs.Sql; txClient: PostgresJs.Sql; schemaName: string; citus: boolean; logger?: Logger }, bound: Bound) {
   const { client, txClient, schemaName, citus, logger } = parts
   const partitions = partitionsKeeper(txClient, schemaName, bound)
   const hot = hotStatements(schemaName)
-  const otherLayout = async () => citus || (await partitions.partitioned())
-  return { partitions, hot, planned: planOnceUse(client, schemaName, Object.values(hot).map((s) => s.name), otherLayout, bound, logger) }
+  const layout = async (): Promise<PlanOnceLayout> => (citus ? 'other' : (await partitions.partitioned()) ? 'partitioned' : 'plain')
+  return { partitions, hot, planned: planOnceUse(client, schemaName, Object.values(hot).map((s) => s.name), layout, bound, logger) }
 }
 
 /**

@@ -11,8 +11,9 @@ import { clusterAvailable, startCluster, type Cluster } from '../support/pg-clus
 import { startReceiver, waitFor } from '../support/receiver.js'
 import { createTestDatabase, postgresAvailable } from '../support/services.js'
 
-// The plain layout's hot statements (publish, claims, results, publish targets) run through PL/pgSQL functions
-// that plan them once per connection (src/storage/postgres-plan-once.ts).
+// The hot statements (publish, claims, results, publish targets) run through PL/pgSQL functions that plan them once
+// per connection (src/storage/postgres-plan-once.ts): all of them on the plain layout, the publish and its targets on
+// the partitioned one.
 
 const names = Object.values(hotStatements('public')).map((s) => s.name)
 
@@ -52,10 +53,14 @@ describe.runIf(clusterAvailable)('postgres: hot statements planned once per conn
     await cluster?.stop()
   })
 
-  it('runs publishes, claims and results writes through their functions, each statement planned once per connection', async () => {
-    const url = await cluster.createDatabase('plan_once')
+  /**
+   * An engine on a new database of the cluster delivers `count` events with pg_stat_statements reset after its setup:
+   * its hot statements' rows (first 20 characters, whether sent by the engine itself, calls, plans) and what was received.
+   */
+  async function statementsOf(name: string, count: number, partitionHistory = false) {
+    const url = await cluster.createDatabase(name)
     const receiver = await startReceiver()
-    const outflow = await engine(url)
+    const outflow = await engine(url, { partitionHistory })
     const sql = postgresClient(url, { max: 1, onnotice: () => {} })
     try {
       expect(await functionsIn(url)).toEqual([...names].sort())
@@ -63,28 +68,50 @@ describe.runIf(clusterAvailable)('postgres: hot statements planned once per conn
       await outflow.createDestination('t1', { type: 'webhook', topics: ['*'], config: { url: receiver.url } })
       await sql`create extension if not exists pg_stat_statements`
       await sql`select pg_stat_statements_reset()`
-      await publishAndReceive(outflow, receiver, 0, 120)
+      await publishAndReceive(outflow, receiver, 0, count)
       // The attempts are logged by the results write: wait until the last one is.
-      await waitFor(async () => (await sql`select count(*)::int as n from attempts`)[0]!.n === 120, 15_000, 'the attempts logged')
+      await waitFor(async () => (await sql`select count(*)::int as n from attempts`)[0]!.n === count, 15_000, 'the attempts logged')
       const rows = await sql<{ toplevel: boolean; calls: number; plans: number; head: string }[]>`
-        select toplevel, calls::int, plans::int, left(query, 20) as head from pg_stat_statements
-        where query like 'with input as%' or query like 'with v as%' or query like 'with picked as%'`
-      const of = (head: string, toplevel: boolean) => rows.filter((r) => r.head.startsWith(head) && r.toplevel === toplevel)
-      for (const head of ['with input as', 'with v as', 'with picked as']) {
-        // Never sent by the engine itself: only run inside the functions.
-        expect(of(head, true), head).toEqual([])
-        const nested = of(head, false)
-        expect(nested.reduce((n, r) => n + r.calls, 0), head).toBeGreaterThanOrEqual(10)
-        // Each statement (the claims are two: with and without the claim window) has a generic plan per
-        // connection of the pool (3), made on its first run: not one per run.
-        for (const statement of nested) expect(statement.plans, head).toBeLessThanOrEqual(3)
-      }
-      expect(receiver.received.map((r) => (JSON.parse(r.body) as { n: number }).n).sort((a, b) => a - b)).toEqual(Array.from({ length: 120 }, (_, n) => n))
+        select toplevel, calls::int, plans::int, ltrim(left(query, 24), E' \n') as head from pg_stat_statements
+        where ltrim(query, E' \n') similar to '(with input as|with v as|with picked as|select tn.id, d.tenant_id)%'`
+      const received = receiver.received.map((r) => (JSON.parse(r.body) as { n: number }).n).sort((a, b) => a - b)
+      return { rows, received }
     } finally {
       await sql.end()
       await outflow.close()
       await receiver.close()
     }
+  }
+
+  it('runs publishes, claims and results writes through their functions, each statement planned once per connection', async () => {
+    const { rows, received } = await statementsOf('plan_once', 120)
+    const of = (head: string, toplevel: boolean) => rows.filter((r) => r.head.startsWith(head) && r.toplevel === toplevel)
+    for (const head of ['with input as', 'with v as', 'with picked as']) {
+      // Never sent by the engine itself: only run inside the functions.
+      expect(of(head, true), head).toEqual([])
+      const nested = of(head, false)
+      expect(nested.reduce((n, r) => n + r.calls, 0), head).toBeGreaterThanOrEqual(10)
+      // Each statement (the claims are two: with and without the claim window) has a generic plan per
+      // connection of the pool (3), made on its first run: not one per run.
+      for (const statement of nested) expect(statement.plans, head).toBeLessThanOrEqual(3)
+    }
+    expect(received).toEqual(Array.from({ length: 120 }, (_, n) => n))
+  }, 90_000)
+
+  it('on the partitioned layout runs the publish and its targets through their functions, and the results write planned each run', async () => {
+    const { rows, received } = await statementsOf('plan_once_partitioned', 60, true)
+    const sum = (head: string, toplevel: boolean, field: 'calls' | 'plans') =>
+      rows.filter((r) => r.head.startsWith(head) && r.toplevel === toplevel).reduce((n, r) => n + r[field], 0)
+    for (const head of ['with input as', 'select tn.id']) {
+      expect(sum(head, true, 'calls'), head).toBe(0)
+      expect(sum(head, false, 'calls'), head).toBeGreaterThanOrEqual(60)
+      expect(sum(head, false, 'plans'), head).toBeLessThanOrEqual(3)
+    }
+    // The results write: sent by the engine itself, planned at each run.
+    expect(sum('with v as', false, 'calls')).toBe(0)
+    expect(sum('with v as', true, 'calls')).toBeGreaterThanOrEqual(10)
+    expect(sum('with v as', true, 'plans')).toBe(sum('with v as', true, 'calls'))
+    expect(received).toEqual(Array.from({ length: 60 }, (_, n) => n))
   }, 90_000)
 })
 
@@ -150,16 +177,6 @@ describe.runIf(postgresAvailable)('postgres: hot statements without their functi
     }
   }, 60_000)
 
-  it('makes no functions on the partitioned layout', async () => {
-    const other = await createTestDatabase()
-    try {
-      const outflow = await engine(other.url, { partitionHistory: true })
-      await outflow.close()
-      expect(await functionsIn(other.url)).toEqual([])
-    } finally {
-      await other.drop()
-    }
-  })
 })
 
 describe.runIf(postgresAvailable)('postgres: statistics for the plan-once functions', () => {
