@@ -30,7 +30,7 @@ export function postgresQueue(
   hot: { statements: QueueStatements; use: PlanOnceUse },
 ) {
   const { claim, claimWindow, results: record, targets } = hot.statements
-  const via = () => hot.use.viaFunctions()
+  const via = (partitionedToo = false) => hot.use.viaFunctions(partitionedToo)
   const missing = () => hot.use.missing()
   const claimPartitioned = partitionedClaimStatement(t)
   // The partitioned layout: each statement reads only the days its deliveries' ids carry (createdBounds).
@@ -41,7 +41,7 @@ export function postgresQueue(
   return {
     async publishTargets(tenantIds: string[]): Promise<Map<string, DestinationRecord[]>> {
       // Whether to go through the function is read within the caller's bound: a publish waits for nothing longer.
-      const rows = await run(async () => targets.run(driver, { ids: tenantIds }, await hot.use.viaFunctions(true), missing))
+      const rows = await run(async () => targets.run(driver, { ids: tenantIds }, await via(true), missing))
       const result = new Map<string, DestinationRecord[]>()
       for (const [tenant, ...columns] of rows) {
         const list = result.get(tenant as string) ?? []
